@@ -1,0 +1,29 @@
+# One-command setup: every target installs what it needs into .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test ci bench clean counterexamples
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)  ## the main job
+	$(PY) -m harness check example --config ci
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+ci: $(STAMP)
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) bench/bfs_bench.py
+
+clean:
+	rm -rf $(VENV) traces .pytest_cache .hypothesis build *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

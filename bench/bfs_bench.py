@@ -1,0 +1,70 @@
+"""BFS throughput and memory on named benchmark configs (`make bench`).
+
+Each case runs in a fresh process so that peak RSS is its own: bytes/state = (peak RSS after the
+search - RSS before it) / distinct states, i.e. visited map + frontier + interpreter growth.
+Results go to stdout and bench/results/bfs.json. No assertions: these are measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CASES = [
+    # (spec, preset, settings, variants, mutation)
+    ("example", "ci", ["brokers=5", "max_records=7"], [], None),
+    ("kraft", "ci", [], [], None),
+]
+
+CHILD = r"""
+import json, resource, sys, time
+from harness.registry import load_spec
+from harness.engines import bfs
+spec_name, preset, settings, variants, mutation, exact = json.loads(sys.argv[1])
+spec = load_spec(spec_name)
+model = spec.bind(spec.config(preset, settings, variants, mutation))
+model.init_states()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+r = bfs.explore(model, exact=exact)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+s = r.stats
+print(json.dumps({"distinct": s["distinct"], "generated": s["generated"], "depth": s["depth"], "seconds": s["seconds"],
+                  "states_per_second": s["states_per_second"], "bytes_per_state": round((after - before) / s["distinct"]),
+                  "complete": r.complete, "violations": [v.outcome.property for v in r.violations]}))
+"""
+
+
+def run_case(spec, preset, settings, variants, mutation, exact=False):
+    arg = json.dumps([spec, preset, settings, variants, mutation, exact])
+    p = subprocess.run([sys.executable, "-c", CHILD, arg], capture_output=True, text=True)
+    if p.returncode:
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
+    return json.loads(p.stdout)
+
+
+def main() -> None:
+    from harness.registry import spec_names
+
+    results = []
+    print(f"{'case':45s} {'mode':6s} {'distinct':>10s} {'gen':>11s} {'depth':>5s} {'sec':>7s} {'states/s':>9s} {'B/state':>8s}")
+    for spec, preset, settings, variants, mutation in CASES:
+        if spec not in spec_names():
+            continue
+        for exact in (False, True):
+            r = run_case(spec, preset, settings, variants, mutation, exact)
+            name = f"{spec}/{preset} {' '.join(settings + variants)}".strip()
+            results.append({"case": name, "exact": exact, **r})
+            if "error" in r:
+                print(f"{name:45s} error: {r['error']}")
+                continue
+            print(f"{name:45s} {'exact' if exact else 'fp64':6s} {r['distinct']:>10,} {r['generated']:>11,} {r['depth']:>5} "
+                  f"{r['seconds']:>7.2f} {r['states_per_second']:>9,} {r['bytes_per_state']:>8,}")
+    out = Path(__file__).parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "bfs.json").write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

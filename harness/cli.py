@@ -1,0 +1,216 @@
+"""`python -m harness`: list, check, replay, show.
+
+Exit codes: 0 = the property holds / the trace replays as recorded; 1 = a violation was found / the
+trace does not reproduce; 2 = bad input, reported on one line with no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from harness.errors import BadInput
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+ENGINES = ("bfs",)
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kafka-reassignment-harness", prog_name="harness")
+def cli() -> None:
+    """Model checking and property testing of Kafka reassignment protocols."""
+
+
+# ------------------------------------------------------------------------------------------ list
+@cli.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def list_cmd(as_json: bool) -> None:
+    """Specs with their configs, variants, mutations, rules and properties."""
+    from harness.registry import load_spec, spec_names
+
+    data = {}
+    for name in spec_names():
+        spec = load_spec(name)
+        data[name] = {
+            "configs": list(spec.presets),
+            "variants": {k: list(v) for k, v in spec.variants.items()},
+            "mutations": spec.mutations,
+            "rules": [r.name + (" (fair)" if r.fair else "") for r in spec.rules],
+            "invariants": list(spec.invariants),
+            "liveness": list(spec.liveness),
+        }
+    if as_json:
+        print(json.dumps(data, indent=1))
+        return
+    for name, d in data.items():
+        out.print(f"[bold]{name}[/bold]")
+        out.print(f"  configs:    {', '.join(d['configs'])}")
+        out.print("  variants:   " + (", ".join(f"{k}={'/'.join(map(str, v))}" for k, v in d["variants"].items()) or "-"))
+        out.print(f"  rules:      {', '.join(d['rules'])}")
+        out.print(f"  invariants: {', '.join(d['invariants'])}")
+        out.print(f"  liveness:   {', '.join(d['liveness']) or '-'}")
+        out.print("  mutations:")
+        for m, doc in d["mutations"].items():
+            out.print(f"    {m}: {doc}")
+
+
+# ----------------------------------------------------------------------------------------- check
+@cli.command()
+@click.argument("spec_name", metavar="SPEC")
+@click.option("--config", "preset", default=None, help="named preset (see `list`)")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="override a config constant")
+@click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE", help="select a protocol variant")
+@click.option("--mutation", default=None, help="remove one safety rule (see `list`)")
+@click.option("--engine", default="bfs", type=click.Choice(ENGINES), show_default=True)
+@click.option("--out", default="traces", show_default=True, type=click.Path(file_okay=False), help="where counterexamples go")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object on stdout")
+@click.option("--seed", default=0, show_default=True, type=int, help="seed for randomised engines (recorded in traces)")
+@click.option("--exact", is_flag=True, help="store full states instead of 64-bit fingerprints")
+@click.option("--no-deadlock", is_flag=True, help="do not report states without successors")
+@click.option("--max-states", type=click.IntRange(min=1), default=None)
+@click.option("--max-depth", type=click.IntRange(min=0), default=None)
+@click.option("--time-limit", type=click.FloatRange(min=0), default=None, help="seconds")
+@click.option("--continue", "keep_going", is_flag=True, help="collect one shortest trace per violated property")
+@click.option("--quiet", is_flag=True, help="no progress display")
+def check(spec_name, preset, settings, variants, mutation, engine, out, as_json, seed, exact, no_deadlock,
+          max_states, max_depth, time_limit, keep_going, quiet) -> None:
+    """Check SPEC's invariants with an engine; write a trace per violation."""
+    from harness.check import exit_code, summary, write_counterexamples
+    from harness.engines import bfs
+    from harness.registry import load_spec
+
+    spec = load_spec(spec_name)
+    cfg = spec.config(preset, settings, variants, mutation)
+    model = spec.bind(cfg)
+    with _progress(quiet) as progress:
+        result = bfs.explore(model, exact=exact, max_states=max_states, max_depth=max_depth, time_limit=time_limit,
+                             keep_going=keep_going, check_deadlock=not no_deadlock, progress=progress)
+    write_counterexamples(model, result, Path(out), seed)
+    if as_json:
+        print(json.dumps(summary(model, result), indent=1))
+    else:
+        _print_result(model, result)
+    sys.exit(exit_code(result))
+
+
+class _progress:
+    """A live one-line progress display on stderr (rate, depth, queue); silent with --quiet."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet or not err.is_terminal
+        self.status = None
+
+    def __enter__(self):
+        if self.quiet:
+            return None
+        self.status = err.status("exploring ...")
+        self.status.__enter__()
+        return self.update
+
+    def update(self, p: dict) -> None:
+        rate = p["distinct"] / p["elapsed"] if p["elapsed"] else 0
+        self.status.update(f"{p['distinct']:,} distinct  {p['generated']:,} generated  depth {p['depth']}  "
+                           f"queue {p['queue']:,}  {rate:,.0f} states/s")
+
+    def __exit__(self, *exc) -> None:
+        if self.status is not None:
+            self.status.__exit__(*exc)
+
+
+def _print_result(model, result) -> None:
+    s = result.stats
+    preset = getattr(model.config, "_preset", None)
+    err.print(f"[bold]{model.name}[/bold] config={preset} mutation={model.config.mutation} engine={result.engine}")
+    bits = [f"{s.get('distinct', 0):,} distinct states", f"{s.get('generated', 0):,} generated", f"depth {s.get('depth')}"]
+    if s.get("seconds") is not None:
+        bits.append(f"{s['seconds']:.2f} s")
+    if s.get("states_per_second"):
+        bits.append(f"{s['states_per_second']:,} states/s")
+    if s.get("peak_rss_bytes"):
+        bits.append(f"peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB")
+    err.print("  " + ", ".join(bits))
+    if "collision_probability" in s:
+        err.print(f"  fingerprint collision probability (optimistic, n*(g-n)/2^64): {s['collision_probability']:.1e}")
+    if result.coverage:
+        table = Table("rule", "distinct", "generated", title="coverage", title_justify="left", box=None, padding=(0, 2))
+        for rule, c in result.coverage.items():
+            table.add_row(rule, f"{c['distinct']:,}", f"{c['generated']:,}")
+        err.print(table)
+    for w in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {w}")
+    if result.violations:
+        for v in result.violations:
+            err.print(f"[red]VIOLATION[/red] {v.outcome.kind} {v.outcome.property or ''}: {v.depth} steps -> {v.trace_path}")
+            if v.note:
+                err.print(f"  note: {v.note}")
+    elif result.complete:
+        err.print("[green]no violation[/green]: the state space was exhausted")
+    else:
+        err.print(f"[yellow]no violation found, but the search stopped early ({result.stopped_by})[/yellow]")
+
+
+# ---------------------------------------------------------------------------------- replay / show
+@cli.command("replay")
+@click.argument("trace_path", metavar="TRACE")
+@click.option("--json", "as_json", is_flag=True)
+def replay_cmd(trace_path: str, as_json: bool) -> None:
+    """Re-execute TRACE from the model's initial state; exit 0 if it reproduces as recorded."""
+    from harness.replay import replay
+    from harness.trace import read_trace
+
+    report = replay(read_trace(trace_path))
+    if as_json:
+        print(json.dumps(report.to_json(), indent=1))
+    else:
+        (err if not report.ok else out).print(("[green]OK[/green] " if report.ok else "[red]DIVERGES[/red] ") + report.message)
+        for var, (rec, rep) in report.differences.items():
+            err.print(f"  {var}: recorded {rec}, replayed {rep}")
+    sys.exit(0 if report.ok else 1)
+
+
+@cli.command("show")
+@click.argument("trace_path", metavar="TRACE")
+def show_cmd(trace_path: str) -> None:
+    """Print TRACE as a table: the first state, then only the variables each step changes."""
+    from harness.replay import show_rows
+    from harness.trace import read_trace
+
+    trace = read_trace(trace_path)
+    m = trace.meta
+    out.print(f"[bold]{m['spec']}[/bold] config={m.get('preset')} mutation={m.get('mutation')} engine={m.get('engine')} "
+              f"outcome={m['outcome']['kind']} {m['outcome'].get('property') or ''}")
+    table = Table("step", "action", "changes", show_lines=True)
+    for row in show_rows(trace):
+        table.add_row(*row)
+    out.print(table)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted")
+    except click.ClickException as exc:  # usage errors: unknown option, bad value, missing argument
+        _fail(exc.format_message().replace("\n", " "))
+    except BadInput as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Engines: each explores a harness.model.Model and never imports a spec."""

@@ -1,0 +1,185 @@
+"""Single-process exhaustive breadth-first search.
+
+Level-synchronous BFS over the model's transition system. Each visited state is stored as its
+64-bit fingerprint (or, with `exact`, as the full state) mapped to its parent's, so that every
+counterexample is a shortest one: the chain of parents is walked back to an initial state, then
+re-executed forward, picking at each step the first successor (in action-table order) with the
+next fingerprint, which recovers the actions. This is TLC's method.
+
+Invariants are evaluated on new states only. A state without successors is a deadlock unless the
+spec disables deadlock checking or declares the state quiescent.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from typing import Callable
+
+from harness.model import Model
+from harness.result import CheckResult, Violation
+from harness.trace import Outcome
+
+PROGRESS_EVERY = 4096  # expansions between clock reads
+
+
+def collision_probability(distinct: int, generated: int) -> float:
+    """TLC's optimistic estimate of a fingerprint collision: n * (g - n) / 2^64."""
+    return distinct * max(generated - distinct, 0) / 2.0**64
+
+
+def peak_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def reconstruct(model: Model, chain: list, key: Callable) -> Violation:
+    """Turn a chain of keys (init first) into states and actions by re-executing the model."""
+    init = {key(s): s for s in model.init_states()}
+    state = init[chain[0]]
+    states, actions = [state], [None]
+    for nxt in chain[1:]:
+        for index, t in model.successors(state):
+            if key(t) == nxt:
+                state = t
+                states.append(t)
+                actions.append(model.actions[index])
+                break
+        else:  # a fingerprint collision or a non-deterministic rule would land here
+            raise RuntimeError(f"cannot re-execute the trace at step {len(states)}: rules must be deterministic")
+    return Violation(Outcome("none"), states, actions)
+
+
+def explore(
+    model: Model,
+    *,
+    exact: bool = False,
+    max_states: int | None = None,
+    max_depth: int | None = None,
+    time_limit: float | None = None,
+    keep_going: bool = False,
+    check_deadlock: bool = True,
+    progress: Callable[[dict], None] | None = None,
+) -> CheckResult:
+    key = (lambda s: s) if exact else model.fingerprint  # the builtin hash: no Python frame per state
+    cfg = model.config
+    invariants = list(model.spec.invariants.items())
+    check_deadlock = check_deadlock and model.check_deadlock
+    n_actions = len(model.actions)
+    gen_by_action = [0] * n_actions
+    new_by_action = [0] * n_actions
+    parents: dict = {}
+    found: dict[str, list] = {}  # property -> chain of keys (first = shortest)
+    started = time.perf_counter()
+    stopped_by = None
+    generated = 0
+    states_per_depth: list[int] = []
+
+    def chain_to(k) -> list:
+        chain = [k]
+        while (k := parents[k]) is not None:
+            chain.append(k)
+        return chain[::-1]
+
+    def record(prop: str, k) -> bool:
+        """Remember the first (shortest) violation of `prop`; True if exploration should stop."""
+        if prop not in found:
+            found[prop] = chain_to(k)
+        return not keep_going
+
+    frontier = []
+    stop = False
+    for s in model.init_states():
+        k = key(s)
+        if k in parents:
+            continue
+        parents[k] = None
+        generated += 1
+        frontier.append((k, s))
+        for name, inv in invariants:
+            if not inv(cfg, s) and record(name, k):
+                stop = True
+    states_per_depth.append(len(frontier))
+    depth = 0
+    expansions = 0
+    next_clock = PROGRESS_EVERY
+    while frontier and not stop:
+        if max_depth is not None and depth >= max_depth:
+            stopped_by = "max-depth"
+            break
+        next_frontier = []
+        for ks, s in frontier:
+            successors = model.successors(s)
+            expansions += 1
+            if not successors and check_deadlock and not model.quiescent(s):
+                if record("Deadlock", ks):
+                    stop = True
+                    break
+            generated += len(successors)
+            for index, t in successors:
+                gen_by_action[index] += 1
+                kt = key(t)
+                if kt in parents:
+                    continue
+                parents[kt] = ks
+                new_by_action[index] += 1
+                next_frontier.append((kt, t))
+                for name, inv in invariants:
+                    if not inv(cfg, t) and record(name, kt):
+                        stop = True
+                if stop:
+                    break
+            if stop:
+                break
+            if max_states is not None and len(parents) >= max_states:
+                stopped_by, stop = "max-states", True
+                break
+            if expansions >= next_clock:
+                next_clock = expansions + PROGRESS_EVERY
+                elapsed = time.perf_counter() - started
+                if progress:
+                    progress({"distinct": len(parents), "generated": generated, "depth": depth + 1,
+                              "queue": len(frontier) - expansions + len(next_frontier), "elapsed": elapsed})
+                if time_limit is not None and elapsed >= time_limit:
+                    stopped_by, stop = "time-limit", True
+                    break
+        # Keep the partial level for statistics; only full levels count as explored depth.
+        if next_frontier:
+            states_per_depth.append(len(next_frontier))
+        if stop:
+            break
+        frontier = next_frontier
+        depth += 1 if next_frontier else 0
+
+    if stop and stopped_by is None:
+        stopped_by = "violation"
+    elapsed = time.perf_counter() - started
+    distinct = len(parents)
+    # Complete: every reachable state (within the model's own bounds) was visited.
+    result = CheckResult(engine="bfs", complete=stopped_by is None, stopped_by=stopped_by)
+    for prop, chain in found.items():
+        v = reconstruct(model, chain, key)
+        v.outcome = Outcome("deadlock" if prop == "Deadlock" else "invariant", prop)
+        result.violations.append(v)
+    result.violations.sort(key=lambda v: (v.depth, v.outcome.property or ""))
+    coverage: dict[str, dict[str, int]] = {r: {"distinct": 0, "generated": 0} for r in model.rule_names}
+    for index in range(n_actions):
+        rule = model.rule_names[model.action_rule[index]]
+        coverage[rule]["distinct"] += new_by_action[index]
+        coverage[rule]["generated"] += gen_by_action[index]
+    result.coverage = coverage
+    result.stats = {
+        "distinct": distinct,
+        "generated": generated,
+        "depth": len(states_per_depth) - 1,
+        "states_per_depth": states_per_depth,
+        "seconds": round(elapsed, 3),
+        "states_per_second": round(distinct / elapsed) if elapsed > 0 else None,
+        "peak_rss_bytes": peak_rss_bytes(),
+        "fingerprints": "exact" if exact else "64-bit",
+    }
+    if not exact:
+        result.stats["collision_probability"] = collision_probability(distinct, generated)
+    for rule in result.never_fired():
+        where = "in the whole state space" if result.complete else "in the explored part"
+        result.warnings.append(f"rule {rule} never fired {where}: usually a modelling error")
+    return result

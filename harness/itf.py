@@ -1,0 +1,295 @@
+"""ITF value types: how state fields map to the Informal Trace Format and back.
+
+A state field is annotated with one of these (through `typing.Annotated`), or is a plain `int`,
+`bool` or a nested NamedTuple. Each type converts a Python value to ITF JSON (`to_itf`), parses
+ITF JSON strictly (`from_itf`, raising BadInput with the path of the first bad value), rebuilds a
+value from its canonical plain JSON (`from_plain`), and validates that a value can be hashed
+deterministically (`validate`).
+
+Broker sets are bitmasks (bit b set <=> broker b is a member): compact, canonical, cheap to
+hash, and the same operations work on Z3 bit-vectors.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from harness.errors import BadInput
+
+MAX_SAFE = 2**53 - 1
+MAX_STATE_INT = 2**61 - 2  # hash(int) is int mod (2**61 - 1): stay below it
+
+
+def _bad(where: str, what: str, got: Any) -> BadInput:
+    text = repr(got)
+    return BadInput(f"{where}: expected {what}, got {text[:60] + '...' if len(text) > 60 else text}")
+
+
+def _int_from_itf(obj: Any, where: str) -> int:
+    if isinstance(obj, bool):
+        raise _bad(where, "an integer", obj)
+    if isinstance(obj, int):
+        return obj
+    if isinstance(obj, dict) and set(obj) == {"#bigint"} and isinstance(obj["#bigint"], str):
+        try:
+            return int(obj["#bigint"])
+        except ValueError:
+            pass
+    raise _bad(where, "an integer", obj)
+
+
+def _int_to_itf(v: int) -> Any:
+    return v if -MAX_SAFE <= v <= MAX_SAFE else {"#bigint": str(v)}
+
+
+class ItfType:
+    name = "value"
+
+    def to_itf(self, v: Any) -> Any:
+        raise NotImplementedError
+
+    def from_itf(self, obj: Any, where: str) -> Any:
+        raise NotImplementedError
+
+    def from_plain(self, obj: Any, where: str) -> Any:
+        return self.from_itf(obj, where)
+
+    def validate(self, v: Any, where: str) -> None:
+        raise NotImplementedError
+
+    def show(self, v: Any) -> str:
+        """Compact human rendering (for `harness show`)."""
+        return str(v)
+
+
+class Int(ItfType):
+    name = "int"
+
+    def __init__(self, lo: int = 0, hi: int = MAX_STATE_INT) -> None:
+        self.lo, self.hi = lo, hi
+
+    def to_itf(self, v: int) -> Any:
+        return _int_to_itf(v)
+
+    def from_itf(self, obj: Any, where: str) -> int:
+        v = _int_from_itf(obj, where)
+        if not self.lo <= v <= self.hi:
+            raise _bad(where, f"an integer in [{self.lo}, {self.hi}]", v)
+        return v
+
+    def validate(self, v: Any, where: str) -> None:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_STATE_INT:
+            raise TypeError(f"{where}: state ints must be in [0, 2**61-2], got {v!r}")
+
+
+class Bool(ItfType):
+    name = "bool"
+
+    def to_itf(self, v: bool) -> bool:
+        return bool(v)
+
+    def from_itf(self, obj: Any, where: str) -> bool:
+        if isinstance(obj, bool):
+            return obj
+        raise _bad(where, "a boolean", obj)
+
+    def validate(self, v: Any, where: str) -> None:
+        if not isinstance(v, bool):
+            raise TypeError(f"{where}: expected a bool, got {v!r}")
+
+
+class OptId(Int):
+    """An id where 0 stands for "none"; ITF shows none as -1 (Kafka's NO_LEADER)."""
+
+    name = "id or -1"
+
+    def to_itf(self, v: int) -> int:
+        return v if v else -1
+
+    def from_itf(self, obj: Any, where: str) -> int:
+        v = _int_from_itf(obj, where)
+        if v == -1:
+            return 0
+        if v <= 0 or v > self.hi:
+            raise _bad(where, "a positive id or -1", v)
+        return v
+
+    def from_plain(self, obj: Any, where: str) -> int:
+        return Int.from_itf(self, obj, where)
+
+    def show(self, v: int) -> str:
+        return str(v) if v else "none"
+
+
+class IdSet(ItfType):
+    """A set of small non-negative ids stored as a bitmask."""
+
+    name = "set of ids"
+
+    def to_itf(self, v: int) -> dict:
+        return {"#set": [i for i in range(v.bit_length()) if v >> i & 1]}
+
+    def from_itf(self, obj: Any, where: str) -> int:
+        if not (isinstance(obj, dict) and set(obj) == {"#set"} and isinstance(obj["#set"], list)):
+            raise _bad(where, "an ITF set {'#set': [...]}", obj)
+        mask = 0
+        for item in obj["#set"]:
+            i = _int_from_itf(item, where)
+            if not 0 <= i < 61:
+                raise _bad(where, "set members in [0, 60]", i)
+            mask |= 1 << i
+        return mask
+
+    def from_plain(self, obj: Any, where: str) -> int:
+        return Int().from_itf(obj, where)
+
+    def validate(self, v: Any, where: str) -> None:
+        Int().validate(v, where)
+
+    def show(self, v: int) -> str:
+        return "{" + ",".join(str(i) for i in range(v.bit_length()) if v >> i & 1) + "}"
+
+
+class Seq(ItfType):
+    """A sequence (Python tuple, ITF JSON list)."""
+
+    def __init__(self, item: ItfType) -> None:
+        self.item = item
+        self.name = f"seq of {item.name}"
+
+    def to_itf(self, v: tuple) -> list:
+        return [self.item.to_itf(x) for x in v]
+
+    def from_itf(self, obj: Any, where: str) -> tuple:
+        if not isinstance(obj, list):
+            raise _bad(where, "a list", obj)
+        return tuple(self.item.from_itf(x, f"{where}[{i}]") for i, x in enumerate(obj))
+
+    def from_plain(self, obj: Any, where: str) -> tuple:
+        if not isinstance(obj, list):
+            raise _bad(where, "a list", obj)
+        return tuple(self.item.from_plain(x, f"{where}[{i}]") for i, x in enumerate(obj))
+
+    def validate(self, v: Any, where: str) -> None:
+        if type(v) is not tuple:
+            raise TypeError(f"{where}: expected a tuple, got {v!r}")
+        for i, x in enumerate(v):
+            self.item.validate(x, f"{where}[{i}]")
+
+    def show(self, v: tuple) -> str:
+        return "[" + ",".join(self.item.show(x) for x in v) + "]"
+
+
+class Tup(ItfType):
+    """A fixed-length tuple of possibly different types (ITF `#tup`)."""
+
+    def __init__(self, *items: ItfType) -> None:
+        self.items = items
+        self.name = "<<" + ", ".join(i.name for i in items) + ">>"
+
+    def to_itf(self, v: tuple) -> dict:
+        return {"#tup": [t.to_itf(x) for t, x in zip(self.items, v)]}
+
+    def from_itf(self, obj: Any, where: str) -> tuple:
+        if not (isinstance(obj, dict) and set(obj) == {"#tup"} and isinstance(obj["#tup"], list) and len(obj["#tup"]) == len(self.items)):
+            raise _bad(where, f"an ITF tuple of {len(self.items)}", obj)
+        return tuple(t.from_itf(x, f"{where}[{i}]") for i, (t, x) in enumerate(zip(self.items, obj["#tup"])))
+
+    def from_plain(self, obj: Any, where: str) -> tuple:
+        if not (isinstance(obj, list) and len(obj) == len(self.items)):
+            raise _bad(where, f"a list of {len(self.items)}", obj)
+        return tuple(t.from_plain(x, f"{where}[{i}]") for i, (t, x) in enumerate(zip(self.items, obj)))
+
+    def validate(self, v: Any, where: str) -> None:
+        if type(v) is not tuple or len(v) != len(self.items):
+            raise TypeError(f"{where}: expected a tuple of {len(self.items)}, got {v!r}")
+        for i, (t, x) in enumerate(zip(self.items, v)):
+            t.validate(x, f"{where}[{i}]")
+
+    def show(self, v: tuple) -> str:
+        return "(" + ",".join(t.show(x) for t, x in zip(self.items, v)) + ")"
+
+
+class ById(ItfType):
+    """A function from ids base..base+n-1 to values: a Python tuple, an ITF `#map`."""
+
+    def __init__(self, item: ItfType, base: int = 1) -> None:
+        self.item, self.base = item, base
+        self.name = f"map id -> {item.name}"
+
+    def to_itf(self, v: tuple) -> dict:
+        return {"#map": [[i + self.base, self.item.to_itf(x)] for i, x in enumerate(v)]}
+
+    def from_itf(self, obj: Any, where: str) -> tuple:
+        if not (isinstance(obj, dict) and set(obj) == {"#map"} and isinstance(obj["#map"], list)):
+            raise _bad(where, "an ITF map {'#map': [[k, v], ...]}", obj)
+        pairs = obj["#map"]
+        out = []
+        for i, pair in enumerate(pairs):
+            if not (isinstance(pair, list) and len(pair) == 2) or _int_from_itf(pair[0], where) != i + self.base:
+                raise _bad(f"{where}#map[{i}]", f"the pair [{i + self.base}, value]", pair)
+            out.append(self.item.from_itf(pair[1], f"{where}[{i + self.base}]"))
+        return tuple(out)
+
+    def from_plain(self, obj: Any, where: str) -> tuple:
+        return Seq(self.item).from_plain(obj, where)
+
+    def validate(self, v: Any, where: str) -> None:
+        Seq(self.item).validate(v, where)
+
+    def show(self, v: tuple) -> str:
+        return "{" + ", ".join(f"{i + self.base}:{self.item.show(x)}" for i, x in enumerate(v)) + "}"
+
+
+class Record(ItfType):
+    """A NamedTuple: an ITF record (a JSON object keyed by field name)."""
+
+    def __init__(self, cls: type, fields: dict[str, ItfType]) -> None:
+        self.cls, self.fields = cls, fields
+        self.name = cls.__name__
+
+    def to_itf(self, v: tuple) -> dict:
+        return {k: t.to_itf(x) for (k, t), x in zip(self.fields.items(), v)}
+
+    def from_itf(self, obj: Any, where: str) -> tuple:
+        if not isinstance(obj, dict):
+            raise _bad(where, f"a {self.name} record", obj)
+        keys = [k for k in obj if k != "#meta"]
+        if sorted(keys) != sorted(self.fields):
+            missing = sorted(set(self.fields) - set(keys))
+            extra = sorted(set(keys) - set(self.fields))
+            raise BadInput(f"{where}: {self.name} fields differ (missing {missing}, unexpected {extra})")
+        return self.cls(*(t.from_itf(obj[k], f"{where}.{k}") for k, t in self.fields.items()))
+
+    def from_plain(self, obj: Any, where: str) -> tuple:
+        if not (isinstance(obj, list) and len(obj) == len(self.fields)):
+            raise _bad(where, f"a list of {len(self.fields)} fields", obj)
+        return self.cls(*(t.from_plain(x, f"{where}.{k}") for (k, t), x in zip(self.fields.items(), obj)))
+
+    def validate(self, v: Any, where: str) -> None:
+        if type(v) is not self.cls:
+            raise TypeError(f"{where}: expected {self.name}, got {type(v).__name__}")
+        for (k, t), x in zip(self.fields.items(), v):
+            t.validate(x, f"{where}.{k}")
+
+    def show(self, v: tuple) -> str:
+        return "(" + ", ".join(f"{k}={t.show(x)}" for (k, t), x in zip(self.fields.items(), v)) + ")"
+
+
+def type_of_annotation(annotation: Any) -> ItfType:
+    """The ITF type of a state annotation: int, bool, a NamedTuple, or Annotated[..., ItfType]."""
+    if isinstance(annotation, ItfType):
+        return annotation
+    if typing.get_origin(annotation) is typing.Annotated:
+        for extra in typing.get_args(annotation)[1:]:
+            if isinstance(extra, ItfType):
+                return extra
+    if annotation is bool:
+        return Bool()
+    if annotation is int:
+        return Int()
+    if isinstance(annotation, type) and issubclass(annotation, tuple) and hasattr(annotation, "_fields"):
+        hints = typing.get_type_hints(annotation, include_extras=True)
+        return Record(annotation, {f: type_of_annotation(hints[f]) for f in annotation._fields})
+    raise TypeError(f"cannot map {annotation!r} to an ITF type; annotate it with Annotated[..., ItfType]")

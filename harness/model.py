@@ -1,0 +1,423 @@
+"""The model interface: the only thing engines know about a protocol.
+
+A protocol is written once, as a `Spec`:
+
+* a frozen `Config` dataclass with named presets, variant fields and a `mutation` field;
+* an immutable state: a `typing.NamedTuple` whose fields hold ints, bools, nested tuples and
+  NamedTuples (never None, str or negative ints: see `fingerprint`);
+* rules: functions `(cfg, state, *params) -> next state | None`, each parameter drawn from a
+  finite domain computed from the config;
+* invariants: functions `(cfg, state) -> bool`; liveness properties and fair rules for the
+  graph engine.
+
+`Spec.bind(config)` gives a `Model`, the object every engine receives. Engines never import a
+spec module; they see init states, labelled successors, named invariants, fingerprints and the
+ITF conversion.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, NamedTuple
+
+from harness.errors import BadInput
+from harness.itf import ItfType, Record, type_of_annotation
+
+MASK64 = (1 << 64) - 1
+
+
+def fingerprint(state: tuple) -> int:
+    """64-bit fingerprint of a state: CPython's structural tuple hash (a signed 64-bit int).
+
+    It is xxHash rounds over the items' hashes, recursively, computed in C (about 0.1 us), and the
+    same in every process and on every machine running 64-bit CPython >= 3.8, because states hold
+    only ints and int hashing is not salted (unlike str and bytes). Two tuples of the same shape
+    that differ in one item never collide (each round is a bijection of the accumulator). Ints
+    must lie in [0, 2**61-2]: hash(-1) == hash(-2) and hash(int) is taken mod 2**61-1.
+    Engines that shard by fingerprint mix it first (see `owner`); a bijective mix cannot change
+    the collision probability, which is what the BFS estimate reports.
+    """
+    return hash(state)
+
+
+def mix64(h: int) -> int:
+    """SplitMix64 finaliser: spreads a fingerprint's entropy over all bits (for sharding)."""
+    h &= MASK64
+    h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & MASK64
+    return h ^ (h >> 31)
+
+
+class Action(NamedTuple):
+    """A rule with its parameters: the label of one transition."""
+
+    rule: str
+    params: tuple[tuple[str, int], ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.rule}({', '.join(f'{k}={v}' for k, v in self.params)})"
+
+    def to_json(self) -> dict:
+        return {"rule": self.rule, "params": dict(self.params)}
+
+    @staticmethod
+    def from_json(obj: Any) -> "Action":
+        if not isinstance(obj, dict) or not isinstance(obj.get("rule"), str) or not isinstance(obj.get("params", {}), dict):
+            raise BadInput(f"malformed action label: {obj!r}")
+        params = obj.get("params", {})
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in params.values()):
+            raise BadInput(f"malformed action parameters: {params!r}")
+        return Action(obj["rule"], tuple(params.items()))
+
+
+# --------------------------------------------------------------------------------------------
+# Configs
+# --------------------------------------------------------------------------------------------
+
+NO_MUTATION = "none"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Base of every spec's config. Subclasses add fields, all with defaults."""
+
+    mutation: str = NO_MUTATION
+
+
+def variant(default: Any, doc: str, choices: tuple | None = None) -> Any:
+    """A config field that selects a named protocol variant (a real alternative protocol)."""
+    if choices is None:
+        choices = (False, True) if isinstance(default, bool) else (default,)
+    return field(default=default, metadata={"variant": tuple(choices), "doc": doc})
+
+
+def param(default: Any, doc: str) -> Any:
+    """A documented config constant (bounds, sizes, initial assignment, ...)."""
+    return field(default=default, metadata={"doc": doc})
+
+
+def _check_value(name: str, value: Any, annotation: Any) -> Any:
+    """Check (and normalise lists to tuples) a config value against its annotation."""
+    origin = typing.get_origin(annotation)
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+    elif annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif annotation is str:
+        if isinstance(value, str):
+            return value
+    elif origin is tuple:
+        args = typing.get_args(annotation)
+        if isinstance(value, (list, tuple)):
+            if len(args) == 2 and args[1] is Ellipsis:
+                return tuple(_check_value(name, v, args[0]) for v in value)
+            if len(args) == len(value):
+                return tuple(_check_value(name, v, a) for v, a in zip(value, args))
+    raise BadInput(f"config key {name!r}: {value!r} is not a valid {_type_name(annotation)}")
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", None) if typing.get_origin(annotation) is None else str(annotation).replace("typing.", "")
+
+
+def parse_setting(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise BadInput(f"--set/--variant expects key=value, got {text!r}")
+    key, _, value = text.partition("=")
+    return key.strip(), value.strip()
+
+
+def _parse_text(name: str, text: str, annotation: Any) -> Any:
+    """Parse a command-line value for a config field: ints, booleans, strings, JSON for tuples."""
+    if annotation is bool:
+        lowered = text.lower()
+        if lowered in ("true", "on", "yes", "1"):
+            return True
+        if lowered in ("false", "off", "no", "0"):
+            return False
+        raise BadInput(f"config key {name!r}: {text!r} is not a boolean (true/false)")
+    if annotation is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise BadInput(f"config key {name!r}: {text!r} is not an int") from None
+    if annotation is str:
+        return text
+    try:
+        value = json.loads(text if text.startswith("[") else f"[{text}]")
+    except json.JSONDecodeError:
+        raise BadInput(f"config key {name!r}: {text!r} is not a valid {_type_name(annotation)} (use JSON, e.g. [1,2,3])") from None
+    return _check_value(name, value, annotation)
+
+
+# --------------------------------------------------------------------------------------------
+# Specs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Rule:
+    name: str
+    fn: Callable
+    domains: dict[str, Callable[[Any], Iterable[int]]]
+    fair: bool
+    doc: str
+
+
+@dataclass
+class Property:
+    """A liveness property: `leads_to(trigger, goal)`; `eventually(goal)` has trigger = True."""
+
+    name: str
+    goal: Callable
+    trigger: Callable | None
+    doc: str
+
+
+@dataclass
+class Spec:
+    """A protocol: config, state schema, rules, invariants, presets, mutations."""
+
+    name: str
+    config_class: type
+    state_class: type
+    doc: str = ""
+    presets: dict[str, dict] = field(default_factory=dict)
+    default_preset: str = "tiny"
+    mutations: dict[str, str] = field(default_factory=dict)  # name -> which rule it removes
+    deadlock: bool = True  # report states without successors (unless quiescent)
+    rules: list[Rule] = field(default_factory=list)
+    invariants: dict[str, Callable] = field(default_factory=dict)
+    invariant_docs: dict[str, str] = field(default_factory=dict)
+    liveness: dict[str, Property] = field(default_factory=dict)
+    init_fn: Callable | None = None
+    quiescent_fn: Callable | None = None
+
+    def __post_init__(self) -> None:
+        self.schema: ItfType = type_of_annotation(self.state_class)
+        if not isinstance(self.schema, Record):
+            raise TypeError("the state class must be a NamedTuple")
+
+    # -- authoring decorators -----------------------------------------------------------------
+    def init(self, fn: Callable) -> Callable:
+        """`@spec.init`: `fn(cfg) -> iterable of initial states`."""
+        self.init_fn = fn
+        return fn
+
+    def rule(self, fair: bool = False, **domains: Callable[[Any], Iterable[int]]) -> Callable:
+        """`@spec.rule(broker=brokers)`: a protocol rule; parameters range over finite domains."""
+
+        def register(fn: Callable) -> Callable:
+            self.rules.append(Rule(fn.__name__, fn, domains, fair, (fn.__doc__ or "").strip()))
+            return fn
+
+        return register
+
+    def invariant(self, fn: Callable | None = None, *, name: str | None = None) -> Callable:
+        """`@spec.invariant`: a safety property `fn(cfg, state) -> bool`."""
+
+        def register(f: Callable) -> Callable:
+            key = name or f.__name__
+            self.invariants[key] = f
+            self.invariant_docs[key] = (f.__doc__ or "").strip()
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def eventually(self, name: str, goal: Callable, trigger: Callable | None = None, doc: str = "") -> None:
+        """Declare `trigger ~> goal` (or `<>goal`) under weak fairness of the fair rules."""
+        self.liveness[name] = Property(name, goal, trigger, doc)
+
+    def quiescent(self, fn: Callable) -> Callable:
+        """`@spec.quiescent`: states where having no successor is not a deadlock."""
+        self.quiescent_fn = fn
+        return fn
+
+    # -- configs --------------------------------------------------------------------------------
+    @property
+    def config_fields(self) -> dict[str, dataclasses.Field]:
+        return {f.name: f for f in dataclasses.fields(self.config_class)}
+
+    @property
+    def variants(self) -> dict[str, tuple]:
+        return {n: f.metadata["variant"] for n, f in self.config_fields.items() if "variant" in f.metadata}
+
+    def _annotation(self, key: str) -> Any:
+        return typing.get_type_hints(self.config_class)[key]
+
+    def config(
+        self,
+        preset: str | None = None,
+        settings: Iterable[str] = (),
+        variants: Iterable[str] = (),
+        mutation: str | None = None,
+    ) -> Config:
+        """Resolve a preset plus `key=value` overrides into a config; raise BadInput when wrong."""
+        preset = preset or self.default_preset
+        if preset not in self.presets:
+            raise BadInput(f"unknown config {preset!r} for spec {self.name!r} (known: {', '.join(self.presets)})")
+        values = dict(self.presets[preset])
+        fields = self.config_fields
+        for text in settings:
+            key, raw = parse_setting(text)
+            if key not in fields or key == "mutation":
+                raise BadInput(f"unknown config key {key!r} for spec {self.name!r} (known: {', '.join(k for k in fields if k != 'mutation')})")
+            values[key] = _parse_text(key, raw, self._annotation(key))
+        for text in variants:
+            key, raw = parse_setting(text) if "=" in text else self._variant_by_value(text)
+            if key not in self.variants:
+                raise BadInput(f"unknown variant {key!r} for spec {self.name!r} (known: {', '.join(self.variants) or 'none'})")
+            values[key] = _parse_text(key, raw, self._annotation(key)) if isinstance(raw, str) else raw
+        if mutation is not None:
+            values["mutation"] = mutation
+        return self.config_from_dict(values, preset=preset)
+
+    def _variant_by_value(self, text: str) -> tuple[str, Any]:
+        matches = [(k, c) for k, choices in self.variants.items() for c in choices if str(c) == text]
+        if len(matches) != 1:
+            raise BadInput(f"unknown variant {text!r} for spec {self.name!r}; use name=value with one of: "
+                           + ", ".join(f"{k}={'/'.join(map(str, c))}" for k, c in self.variants.items()))
+        return matches[0]
+
+    def config_from_dict(self, values: dict, preset: str | None = None) -> Config:
+        """Build a config from plain data (a preset or a trace's #meta), checking every value."""
+        fields = self.config_fields
+        hints = typing.get_type_hints(self.config_class)
+        unknown = set(values) - set(fields)
+        if unknown:
+            raise BadInput(f"unknown config key(s) {', '.join(sorted(unknown))} for spec {self.name!r}")
+        checked = {k: _check_value(k, v, hints[k]) for k, v in values.items()}
+        for key, choices in self.variants.items():
+            if key in checked and checked[key] not in choices:
+                raise BadInput(f"variant {key!r} must be one of {', '.join(map(str, choices))}, not {checked[key]!r}")
+        mutation = checked.get("mutation", NO_MUTATION)
+        if mutation != NO_MUTATION and mutation not in self.mutations:
+            raise BadInput(f"unknown mutation {mutation!r} for spec {self.name!r} (known: {', '.join(self.mutations) or 'none'})")
+        cfg = self.config_class(**checked)
+        problem = getattr(cfg, "validate", lambda: None)()
+        if problem:
+            raise BadInput(f"invalid config for {self.name!r}: {problem}")
+        object.__setattr__(cfg, "_preset", preset)
+        return cfg
+
+    def bind(self, cfg: Config) -> "Model":
+        return Model(self, cfg)
+
+
+def config_to_dict(cfg: Config) -> dict:
+    """The fully resolved config as JSON-ready data (tuples become lists)."""
+    return json.loads(json.dumps(dataclasses.asdict(cfg)))
+
+
+def config_digest(cfg: Config) -> str:
+    """A short digest of the resolved config: a trace records it to detect edited configs."""
+    blob = json.dumps(config_to_dict(cfg), sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def preset_of(cfg: Config) -> str | None:
+    return getattr(cfg, "_preset", None)
+
+
+def variant_of(spec: Spec, cfg: Config) -> dict:
+    return {k: getattr(cfg, k) for k in spec.variants}
+
+
+# --------------------------------------------------------------------------------------------
+# The bound model: what engines receive
+# --------------------------------------------------------------------------------------------
+
+
+class Model:
+    """A spec bound to a config. Engines use only this class's methods and attributes."""
+
+    def __init__(self, spec: Spec, cfg: Config) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.config = cfg
+        self.schema = spec.schema
+        # The finite action table: every rule with every parameter combination, in declaration
+        # order. Successor order, and so BFS order and traces, follow this table: deterministic.
+        self.actions: list[Action] = []
+        self._steps: list[tuple[int, Callable, tuple]] = []
+        self.rule_names = [r.name for r in spec.rules]
+        self.action_rule: list[int] = []
+        for rule_index, rule in enumerate(spec.rules):
+            names = list(rule.domains)
+            domains = [tuple(rule.domains[n](cfg)) for n in names]
+            for combo in itertools.product(*domains):
+                self.actions.append(Action(rule.name, tuple(zip(names, combo))))
+                self.action_rule.append(rule_index)
+                self._steps.append((len(self.actions) - 1, rule.fn, combo))
+        self.action_index = {a: i for i, a in enumerate(self.actions)}
+        self.fair_rules = [r.name for r in spec.rules if r.fair]
+        self.invariant_names = list(spec.invariants)
+        self._invariants = [(n, f) for n, f in spec.invariants.items()]
+        self.liveness = dict(spec.liveness)
+        self.check_deadlock = spec.deadlock
+
+    # -- the transition system --------------------------------------------------------------------
+    def init_states(self) -> list[tuple]:
+        states = list(dict.fromkeys(self.spec.init_fn(self.config)))  # dedupe, keep order
+        for s in states:
+            self.schema.validate(s, "init")
+        return states
+
+    def successors(self, state: tuple) -> list[tuple[int, tuple]]:
+        """All (action index, next state) pairs enabled in `state`, in action-table order."""
+        cfg = self.config
+        out = []
+        for index, fn, args in self._steps:
+            nxt = fn(cfg, state, *args)
+            if nxt is not None:
+                out.append((index, nxt))
+        return out
+
+    def apply(self, state: tuple, action: Action) -> tuple | None:
+        """The next state of one labelled action, or None if it is not enabled (or unknown)."""
+        index = self.action_index.get(action)
+        if index is None:
+            return None
+        _, fn, args = self._steps[index]
+        return fn(self.config, state, *args)
+
+    # -- properties -------------------------------------------------------------------------------
+    def violated(self, state: tuple) -> list[str]:
+        cfg = self.config
+        return [name for name, f in self._invariants if not f(cfg, state)]
+
+    def holds(self, name: str, state: tuple) -> bool:
+        return bool(self.spec.invariants[name](self.config, state))
+
+    def quiescent(self, state: tuple) -> bool:
+        q = self.spec.quiescent_fn
+        return bool(q and q(self.config, state))
+
+    # -- encodings --------------------------------------------------------------------------------
+    fingerprint = staticmethod(hash)  # see fingerprint() above
+
+    def encode(self, state: tuple) -> bytes:
+        """Canonical bytes of a state (compact JSON of the nested tuples)."""
+        return json.dumps(state, separators=(",", ":")).encode()
+
+    def decode(self, blob: bytes) -> tuple:
+        try:
+            return self.schema.from_plain(json.loads(blob), "state")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadInput(f"corrupt state encoding: {exc}") from None
+
+    def to_itf(self, state: tuple) -> dict:
+        return self.schema.to_itf(state)
+
+    def from_itf(self, obj: Any, where: str = "state") -> tuple:
+        return self.schema.from_itf(obj, where)
+
+    def describe_action(self, index: int) -> Action:
+        return self.actions[index]

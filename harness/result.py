@@ -1,0 +1,51 @@
+"""What an engine returns: the outcome, its statistics and counterexamples (shared by all engines)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.model import Action
+from harness.trace import Outcome
+
+
+@dataclass
+class Violation:
+    outcome: Outcome
+    states: list[tuple]
+    actions: list[Action | None]  # actions[0] is None: states[0] is initial
+    loop: int | None = None  # liveness lassos: index where the cycle starts
+    trace_path: str | None = None
+    note: str | None = None
+
+    @property
+    def depth(self) -> int:
+        return len(self.states) - 1
+
+    def to_json(self) -> dict:
+        out = {"kind": self.outcome.kind, "property": self.outcome.property, "length": self.depth, "trace": self.trace_path}
+        if self.loop is not None:
+            out["loop"] = self.loop
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass
+class CheckResult:
+    engine: str
+    complete: bool  # the whole (bounded) space was explored / the budget ran out without a bound hit
+    violations: list[Violation] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    coverage: dict[str, dict[str, int]] = field(default_factory=dict)  # rule -> {"distinct", "generated"}
+    warnings: list[str] = field(default_factory=list)
+    stopped_by: str | None = None  # "max-states", "max-depth", "time-limit", "violation"
+
+    @property
+    def outcome(self) -> str:
+        if self.violations:
+            return "violation"
+        return "ok" if self.complete else "incomplete"
+
+    def never_fired(self) -> list[str]:
+        return [rule for rule, c in self.coverage.items() if c.get("generated", 0) == 0]

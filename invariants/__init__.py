@@ -1,0 +1,1 @@
+"""Properties per protocol: `invariants/<name>.py` registers invariants on `specs.<name>.spec`."""

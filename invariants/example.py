@@ -1,0 +1,16 @@
+"""Properties of the example model."""
+
+from specs.example import spec
+
+
+@spec.invariant(name="CommittedOnIsr")
+def committed_on_isr(cfg, s):
+    """Every ISR member holds every committed record."""
+    return all(s.log[b - 1] >= s.hwm for b in range(1, cfg.brokers + 1) if s.isr >> b & 1)
+
+
+@spec.invariant(name="CommittedOnMinIsr")
+def committed_on_min_isr(cfg, s):
+    """Committed records exist on at least MinISR brokers, or on all of them if fewer hold any."""
+    holders = sum(1 for n in s.log if n >= s.hwm)
+    return s.hwm == 0 or holders >= min(cfg.min_isr, cfg.brokers)

@@ -1,0 +1,1 @@
+"""Protocol models: one module or package per protocol, each exposing `spec` (a harness.model.Spec)."""

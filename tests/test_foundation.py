@@ -1,0 +1,258 @@
+"""The model interface, BFS, traces, replay and the CLI contract, on the example model."""
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import pytest
+
+from harness.engines import bfs
+from harness.errors import BadInput
+from harness.model import Config, Spec, fingerprint, param
+from harness.registry import load_spec
+from harness.trace import read_trace
+from tests.conftest import ROOT, load_json
+
+
+def example(preset="tiny", mutation=None, settings=()):
+    spec = load_spec("example")
+    return spec.bind(spec.config(preset, settings, (), mutation))
+
+
+# ------------------------------------------------------------------------- model interface
+def test_fingerprint_is_the_same_in_every_process():
+    model = example("ci")
+    states = model.init_states()
+    for _ in range(3):
+        states += [t for _, t in model.successors(states[-1])]
+    here = [fingerprint(s) for s in states]
+    code = ("from harness.registry import load_spec; from harness.model import fingerprint;"
+            "m=load_spec('example').bind(load_spec('example').config('ci'));"
+            "import json,sys; print(json.dumps([fingerprint(m.decode(b.encode())) for b in json.load(sys.stdin)]))")
+    for seed in ("0", "12345"):
+        p = subprocess.run([sys.executable, "-c", code], input=json.dumps([model.encode(s).decode() for s in states]),
+                           capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT)))
+        assert json.loads(p.stdout) == here, p.stderr
+
+
+def test_encoding_and_itf_round_trip():
+    model = example("ci")
+    seen = model.init_states()
+    for s in list(seen):
+        seen += [t for _, t in model.successors(s)]
+    for s in seen:
+        assert model.decode(model.encode(s)) == s
+        assert model.from_itf(json.loads(json.dumps(model.to_itf(s)))) == s
+    itf = model.to_itf(seen[0])
+    assert itf["isr"] == {"#set": [1, 2, 3]} and itf["log"] == {"#map": [[1, 0], [2, 0], [3, 0]]}
+
+
+def test_states_with_negative_or_none_values_are_rejected():
+    @dataclass(frozen=True)
+    class C(Config):
+        start: int = param(-1, "initial value")
+
+    class S(NamedTuple):
+        x: int
+
+    spec = Spec("neg", C, S, presets={"tiny": {}})
+    spec.init(lambda cfg: [S(cfg.start)])
+    with pytest.raises(TypeError, match=r"\[0, 2\*\*61-2\]"):
+        spec.bind(spec.config()).init_states()
+
+
+def test_config_resolution_and_bad_settings():
+    spec = load_spec("example")
+    cfg = spec.config("ci", ["brokers=4", "max_records=1"])
+    assert (cfg.brokers, cfg.max_records, cfg.min_isr) == (4, 1, 2)
+    with pytest.raises(BadInput, match="unknown config key 'nope'"):
+        spec.config("ci", ["nope=1"])
+    with pytest.raises(BadInput, match="is not an int"):
+        spec.config("ci", ["brokers=three"])
+    with pytest.raises(BadInput, match="unknown config 'huge'"):
+        spec.config("huge")
+    with pytest.raises(BadInput, match="unknown mutation"):
+        spec.config("ci", mutation="nope")
+
+
+# ----------------------------------------------------------------------------------- BFS
+def test_bfs_exhausts_the_correct_model_and_reports_coverage():
+    r = bfs.explore(example("ci"))
+    assert r.complete and not r.violations
+    assert r.stats["distinct"] == sum(r.stats["states_per_depth"])
+    assert r.stats["generated"] >= r.stats["distinct"]
+    assert sum(c["distinct"] for c in r.coverage.values()) == r.stats["distinct"] - 1  # all but the initial state
+    assert 0 < r.stats["collision_probability"] < 1e-9
+
+
+def test_exact_mode_agrees_with_fingerprints():
+    for mutation in (None, "hwm_ignores_isr"):
+        a = bfs.explore(example("ci", mutation), keep_going=True)
+        b = bfs.explore(example("ci", mutation), keep_going=True, exact=True)
+        assert a.stats["distinct"] == b.stats["distinct"]
+        assert [(v.outcome, v.states) for v in a.violations] == [(v.outcome, v.states) for v in b.violations]
+
+
+def test_mutation_gives_a_shortest_counterexample():
+    r = bfs.explore(example("ci", "hwm_ignores_isr"))
+    # The search stops at the first bad state and reports every invariant that state breaks.
+    assert [v.outcome.property for v in r.violations] == ["CommittedOnIsr", "CommittedOnMinIsr"]
+    for v in r.violations:
+        assert [str(a) for a in v.actions[1:]] == ["produce()", "advance_hwm()"]
+    assert not r.complete and r.stopped_by == "violation"
+
+
+def test_continue_collects_one_shortest_trace_per_property():
+    r = bfs.explore(example("ci", "expand_lagging"), keep_going=True)
+    assert r.complete
+    props = {v.outcome.property: v.depth for v in r.violations}
+    assert set(props) == {"CommittedOnIsr"}
+    # The shortest way to break it: write, replicate to 2, shrink 3 out, commit, re-admit lagging 3.
+    assert props["CommittedOnIsr"] == 5
+
+
+def test_bounds_stop_the_search():
+    m = example("ci")
+    assert bfs.explore(m, max_states=50).stopped_by == "max-states"
+    r = bfs.explore(m, max_depth=3)
+    assert r.stopped_by == "max-depth" and r.stats["depth"] == 3 and not r.complete
+    assert bfs.explore(m, time_limit=0.0).stats["distinct"] >= 1
+
+
+class Counter(NamedTuple):
+    n: int
+
+
+@dataclass(frozen=True)
+class CounterConfig(Config):
+    limit: int = param(3, "count up to")
+
+
+def counter_spec(deadlock=True, quiescent=False):
+    spec = Spec("counter", CounterConfig, Counter, presets={"tiny": {}}, deadlock=deadlock)
+    spec.init(lambda cfg: [Counter(0)])
+    spec.rule()(lambda cfg, s: Counter(s.n + 1) if s.n < cfg.limit else None)
+    spec.rules[-1].name = "tick"
+    spec.rule()(lambda cfg, s: None)
+    spec.rules[-1].name = "never"
+    if quiescent:
+        spec.quiescent(lambda cfg, s: s.n == cfg.limit)
+    return spec.bind(spec.config())
+
+
+def test_deadlock_detection_and_quiescence():
+    r = bfs.explore(counter_spec())
+    assert [(v.outcome.kind, v.depth) for v in r.violations] == [("deadlock", 3)]
+    assert not bfs.explore(counter_spec(quiescent=True)).violations
+    assert not bfs.explore(counter_spec(deadlock=False)).violations
+    assert not bfs.explore(counter_spec(), check_deadlock=False).violations
+
+
+def test_rule_that_never_fires_is_a_warning():
+    r = bfs.explore(counter_spec(deadlock=False))
+    assert r.never_fired() == ["never"]
+    assert any("never fired" in w and "never" in w for w in r.warnings)
+
+
+# --------------------------------------------------------------------- CLI, traces, replay
+def test_end_to_end_check_replay_edit_truncate(cli, tmp_path):
+    code, _, err = cli("check", "example", "--config", "ci", "--mutation", "hwm_ignores_isr", "--out", tmp_path, "--quiet")
+    assert code == 1, err
+    trace = tmp_path / "example-ci-hwm_ignores_isr-CommittedOnIsr.itf.json"
+    doc = load_json(trace)
+    assert doc["#meta"]["outcome"] == {"kind": "invariant", "property": "CommittedOnIsr"}
+    assert doc["#meta"]["config"]["brokers"] == 3 and doc["#meta"]["engine"] == "bfs"
+    assert len(doc["states"]) == 3  # shortest: produce, advance_hwm
+    assert cli("replay", trace)[0] == 0
+
+    doc["states"][1]["log"]["#map"][0][1] = 2  # edit one value of step 1
+    edited = tmp_path / "edited.itf.json"
+    edited.write_text(json.dumps(doc))
+    code, out, err = cli("replay", edited)
+    assert code == 1
+    assert "step 1" in err and "log" in err
+
+    truncated = tmp_path / "truncated.itf.json"
+    truncated.write_text(trace.read_text()[:200])
+    code, _, err = cli("replay", truncated)
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_traces_and_stats_are_deterministic(cli, tmp_path):
+    runs = []
+    for d in ("a", "b"):
+        code, out, _ = cli("check", "example", "--config", "ci", "--mutation", "expand_lagging", "--continue",
+                           "--out", tmp_path / d, "--json", "--quiet")
+        assert code == 1
+        summary = json.loads(out)
+        for key in ("seconds", "states_per_second", "peak_rss_bytes"):
+            summary["stats"].pop(key)
+        for v in summary["violations"]:
+            v["trace"] = os.path.basename(v["trace"])
+        runs.append(summary)
+    assert runs[0] == runs[1]
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names and all((tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes() for n in names)
+
+
+def test_show_prints_only_changed_variables(cli, tmp_path):
+    cli("check", "example", "--config", "ci", "--mutation", "hwm_ignores_isr", "--out", tmp_path, "--quiet")
+    code, out, _ = cli("show", tmp_path / "example-ci-hwm_ignores_isr-CommittedOnIsr.itf.json")
+    assert code == 0
+    assert "advance_hwm()" in out and "hwm: 0 -> 1" in out
+    step2 = out[out.index("advance_hwm()"):]
+    assert "log" not in step2.split("\n")[0]
+
+
+BAD_CHECKS = [
+    (["check", "nosuchspec"], "unknown spec 'nosuchspec'"),
+    (["check", "example", "--config", "huge"], "unknown config 'huge'"),
+    (["check", "example", "--variant", "elr=on"], "unknown variant 'elr'"),
+    (["check", "example", "--mutation", "nope"], "unknown mutation 'nope'"),
+    (["check", "example", "--set", "bogus=1"], "unknown config key 'bogus'"),
+    (["check", "example", "--set", "brokers=many"], "is not an int"),
+    (["check", "example", "--set", "brokers"], "expects key=value"),
+    (["check", "example", "--engine", "warp"], "warp"),
+    (["replay", "/nonexistent/trace.itf.json"], "cannot read trace"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD_CHECKS, ids=[" ".join(a[:3]) for a, _ in BAD_CHECKS])
+def test_bad_input_is_one_line_and_exit_2(cli, args, message):
+    code, _, err = cli(*args)
+    assert code == 2
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and message in err
+
+
+def test_foreign_and_edited_traces_are_bad_input(cli, tmp_path):
+    cli("check", "example", "--config", "ci", "--mutation", "hwm_ignores_isr", "--out", tmp_path, "--quiet")
+    good = load_json(tmp_path / "example-ci-hwm_ignores_isr-CommittedOnIsr.itf.json")
+    cases = {
+        "not-itf": {"hello": "world"},
+        "other-vars": {**good, "vars": ["replicas", "isr"]},
+        "changed-config": {**good, "#meta": {**good["#meta"], "config": {**good["#meta"]["config"], "brokers": 4}}},
+        "unknown-config-key": {**good, "#meta": {**good["#meta"], "config": {**good["#meta"]["config"], "x": 1}}},
+        "bad-value": {**good, "states": [{**good["states"][0], "isr": [1, 2]}] + good["states"][1:]},
+    }
+    for name, doc in cases.items():
+        p = tmp_path / f"{name}.itf.json"
+        p.write_text(json.dumps(doc))
+        code, _, err = cli("replay", p)
+        assert code == 2, (name, err)
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (name, err)
+
+
+def test_reading_a_trace_never_executes_it(tmp_path):
+    """A trace is data: Python code in any field is only ever a string that fails validation."""
+    p = tmp_path / "evil.itf.json"
+    marker = tmp_path / "pwned"
+    p.write_text(json.dumps({"#meta": {"format": "ITF", "spec": f"__import__('os').system('touch {marker}')",
+                                       "config": {}, "config_digest": "", "outcome": {"kind": "none"}, "harness_version": "0"},
+                             "vars": ["x"], "states": [{"#meta": {"index": 0}, "x": 1}]}))
+    with pytest.raises(BadInput, match="unknown spec"):
+        read_trace(p)
+    assert not marker.exists()
