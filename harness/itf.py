@@ -154,9 +154,9 @@ class IdSet(ItfType):
 class Seq(ItfType):
     """A sequence (Python tuple, ITF JSON list)."""
 
-    def __init__(self, item: ItfType) -> None:
-        self.item = item
-        self.name = f"seq of {item.name}"
+    def __init__(self, item: "ItfType | type") -> None:
+        self.item = type_of_annotation(item)
+        self.name = f"seq of {self.item.name}"
 
     def to_itf(self, v: tuple) -> list:
         return [self.item.to_itf(x) for x in v]
@@ -214,9 +214,9 @@ class Tup(ItfType):
 class ById(ItfType):
     """A function from ids base..base+n-1 to values: a Python tuple, an ITF `#map`."""
 
-    def __init__(self, item: ItfType, base: int = 1) -> None:
-        self.item, self.base = item, base
-        self.name = f"map id -> {item.name}"
+    def __init__(self, item: "ItfType | type", base: int = 1) -> None:
+        self.item, self.base = type_of_annotation(item), base
+        self.name = f"map id -> {self.item.name}"
 
     def to_itf(self, v: tuple) -> dict:
         return {"#map": [[i + self.base, self.item.to_itf(x)] for i, x in enumerate(v)]}

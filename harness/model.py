@@ -169,6 +169,7 @@ class Rule:
     domains: dict[str, Callable[[Any], Iterable[int]]]
     fair: bool
     doc: str
+    precondition: Callable | None = None  # (cfg, state) -> bool, checked once for all parameters
 
 
 @dataclass
@@ -211,11 +212,17 @@ class Spec:
         self.init_fn = fn
         return fn
 
-    def rule(self, fair: bool = False, **domains: Callable[[Any], Iterable[int]]) -> Callable:
-        """`@spec.rule(broker=brokers)`: a protocol rule; parameters range over finite domains."""
+    def rule(self, fair: bool = False, precondition: Callable | None = None,
+             **domains: Callable[[Any], Iterable[int]]) -> Callable:
+        """`@spec.rule(broker=brokers)`: a protocol rule; parameters range over finite domains.
+
+        `precondition(cfg, state)`, if given, is a cheap necessary condition for every parameter
+        combination: engines skip the whole rule when it is false (a speed-up; the rule itself
+        must still return None when disabled).
+        """
 
         def register(fn: Callable) -> Callable:
-            self.rules.append(Rule(fn.__name__, fn, domains, fair, (fn.__doc__ or "").strip()))
+            self.rules.append(Rule(fn.__name__, fn, domains, fair, (fn.__doc__ or "").strip(), precondition))
             return fn
 
         return register
@@ -347,15 +354,19 @@ class Model:
         # order. Successor order, and so BFS order and traces, follow this table: deterministic.
         self.actions: list[Action] = []
         self._steps: list[tuple[int, Callable, tuple]] = []
+        self._groups: list[tuple[Callable | None, list[tuple[int, Callable, tuple]]]] = []
         self.rule_names = [r.name for r in spec.rules]
         self.action_rule: list[int] = []
         for rule_index, rule in enumerate(spec.rules):
             names = list(rule.domains)
             domains = [tuple(rule.domains[n](cfg)) for n in names]
+            group: list[tuple[int, Callable, tuple]] = []
             for combo in itertools.product(*domains):
                 self.actions.append(Action(rule.name, tuple(zip(names, combo))))
                 self.action_rule.append(rule_index)
-                self._steps.append((len(self.actions) - 1, rule.fn, combo))
+                group.append((len(self.actions) - 1, rule.fn, combo))
+            self._steps.extend(group)
+            self._groups.append((rule.precondition, group))
         self.action_index = {a: i for i, a in enumerate(self.actions)}
         self.fair_rules = [r.name for r in spec.rules if r.fair]
         self.invariant_names = list(spec.invariants)
@@ -374,10 +385,13 @@ class Model:
         """All (action index, next state) pairs enabled in `state`, in action-table order."""
         cfg = self.config
         out = []
-        for index, fn, args in self._steps:
-            nxt = fn(cfg, state, *args)
-            if nxt is not None:
-                out.append((index, nxt))
+        for pre, group in self._groups:
+            if pre is not None and not pre(cfg, state):
+                continue
+            for index, fn, args in group:
+                nxt = fn(cfg, state, *args)
+                if nxt is not None:
+                    out.append((index, nxt))
         return out
 
     def apply(self, state: tuple, action: Action) -> tuple | None:

@@ -1,0 +1,367 @@
+"""The KRaft controller's partition-change logic, as pure functions over partition metadata.
+
+Two protocols live here, selected by the `completion` variant of the `kraft` spec:
+
+* `seed` (default) follows seed 000 (reassignment) and seed 003 (replication): growth keeps the
+  current replica order and appends the added replicas; completion needs "every `adding` replica
+  in the final ISR and the final ISR >= MinISR"; completion trims `removing` replicas from the ISR
+  and the ELR and bumps the leader epoch every time; where the document lets the controller pick
+  any member of the new ISR as leader, the pick is a parameter of the rule (`choice`), so every
+  legal pick is explored.
+* `kafka` follows ../shared/reference/kafka-controller-semantics.md exactly (apache/kafka
+  1eb76443): `PartitionChangeBuilder.build()` in its order (complete reassignment -> populate ELR
+  -> elect -> leader-epoch triggers -> write ELR/ISR -> last-known-leader -> record), merged
+  replica order `target ++ removing`, revert order `merged - adding`, the deterministic election
+  order, the effective MinISR `min(minISR, |replicas|)`, the leader epoch bumped only on a leader
+  change or a replica set that is not a superset.
+
+Broker sets are bitmasks (bit b = broker b). ISR order is not kept: Kafka's ISR order has no
+effect on any rule modelled here (elections iterate the replica list).
+Every function returns the new `Partition`, or None when the change is refused or is a no-op
+(Kafka's `build()` returning no record).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, NamedTuple
+
+from harness.itf import Bool, IdSet, Int, OptId, Seq
+
+NO_LEADER = 0  # shown as -1 (Kafka's NO_LEADER) in traces
+
+
+class Partition(NamedTuple):
+    """Partition metadata as the controller stores it (seed 003 §2.3, plus ELR from KIP-966)."""
+
+    replicas: Annotated[tuple, Seq(Int())]  # ordered broker ids
+    isr: Annotated[int, IdSet()]
+    elr: Annotated[int, IdSet()]
+    last_known_elr: Annotated[int, IdSet()]  # Kafka: the last leader, kept while the ISR is empty
+    leader: Annotated[int, OptId()]
+    leader_epoch: int
+    partition_epoch: int
+    adding: Annotated[int, IdSet()]
+    removing: Annotated[int, IdSet()]
+    recovering: Annotated[bool, Bool()]  # leader recovery state after an unclean election
+
+
+# -------------------------------------------------------------------------------------- helpers
+
+
+def bit(b: int) -> int:
+    return 1 << b
+
+
+def mask(ids) -> int:
+    m = 0
+    for b in ids:
+        m |= 1 << b
+    return m
+
+
+def members(m: int) -> list[int]:
+    return [b for b in range(m.bit_length()) if m >> b & 1]
+
+
+def size(m: int) -> int:
+    return m.bit_count()
+
+
+def in_progress(p: Partition) -> bool:
+    """Seed 000 §4.2: a reassignment is ongoing iff `adding` or `removing` is non-empty."""
+    return bool(p.adding or p.removing)
+
+
+class Rules(NamedTuple):
+    """The config switches the controller logic depends on."""
+
+    min_isr: int
+    elr: bool  # KIP-966 Eligible Leader Replicas enabled
+    unclean: bool  # unclean.leader.election.enable
+    mutation: str = "none"
+
+
+# ============================================================================================
+# Seed variant (seed 000 + seed 003)
+# ============================================================================================
+
+
+def seed_isr_change(p: Partition, new_isr: int, rules: Rules, unclean_shutdown: int = 0) -> tuple[int, int]:
+    """ISR and ELR after the ISR becomes `new_isr` (seed 003 §2.8, KIP-966).
+
+    With ELR: replicas leaving the ISR while it is below MinISR become eligible leaders; once the
+    ISR is back at MinISR the ELR is emptied. Without ELR the ISR never shrinks to empty: the
+    last replica standing stays in it (seed 003 §2.8).
+    """
+    if not rules.elr:
+        return (new_isr or p.isr), 0
+    if size(new_isr) >= rules.min_isr:
+        return new_isr, 0
+    return new_isr, (p.elr | p.isr) & ~new_isr & ~unclean_shutdown
+
+
+def seed_pick_leader(current: int, candidates: int, choice: int) -> int | None:
+    """The controller keeps a leader that stays a candidate; otherwise it may pick any candidate.
+
+    `choice` 0 means "keep the current leader, or no leader when there is no candidate".
+    Returns the leader, or None when `choice` is not a legal pick.
+    """
+    if current and candidates & bit(current):
+        return current if choice == 0 else None
+    if not candidates:
+        return NO_LEADER if choice == 0 else None
+    return choice if choice and candidates & bit(choice) else None
+
+
+def seed_final_isr(p: Partition, new_isr: int, rules: Rules) -> int | None:
+    """The final ISR if the completion rules of seed 000 §4.2 hold, else None.
+
+    Rules: (1) the final ISR >= MinISR; (2) every `adding` replica is in the final ISR.
+    """
+    final_isr = new_isr if rules.mutation == "keep_removing_in_isr" else new_isr & ~p.removing
+    if p.adding & ~final_isr:
+        return None
+    if size(final_isr & ~p.removing) < rules.min_isr and rules.mutation != "completion_ignores_min_isr":
+        return None
+    return final_isr
+
+
+def seed_complete(p: Partition, final_isr: int, rules: Rules, acceptable: int, choice: int) -> Partition | None:
+    """Seed 000 §4.2 step 3, the completion partition change: replicas become the target, the ISR
+    and ELR lose the `removing` replicas, a removed leader is replaced by a member of the new ISR,
+    both epochs are bumped. None if `choice` is not a legal leader pick."""
+    replicas = tuple(r for r in p.replicas if not p.removing >> r & 1)
+    elr = 0 if size(final_isr) >= rules.min_isr or not rules.elr else p.elr & ~p.removing & ~final_isr
+    leader = seed_pick_leader(p.leader, final_isr & acceptable, choice)
+    if leader is None:
+        return None
+    return Partition(replicas, final_isr, elr, 0, leader, p.leader_epoch + 1, p.partition_epoch + 1, 0, 0, p.recovering)
+
+
+def seed_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int, choice: int) -> Partition | None:
+    """AlterPartitionReassignments (seed 000 §4.2): growth, or immediate completion when nothing is added."""
+    if in_progress(p):
+        return None  # seed 000 reassigns from a settled assignment; replacing one is Kafka's (variant kafka)
+    current, wanted = mask(p.replicas), mask(target)
+    adding, removing = wanted & ~current, current & ~wanted
+    if not adding and not removing:
+        return None
+    if not adding:  # only removing (seed 000 §4.1.2): complete at once if the rules allow
+        started = p._replace(removing=removing)
+        final_isr = seed_final_isr(started, p.isr, rules)
+        if final_isr is not None:
+            return seed_complete(started, final_isr, rules, acceptable, choice)
+        return None if choice else started._replace(partition_epoch=p.partition_epoch + 1)
+    if choice:
+        return None
+    # Growth partition change: replicas = current ++ added (in target order); ISR, leader, LE unchanged.
+    replicas = p.replicas + tuple(r for r in target if adding >> r & 1)
+    return p._replace(replicas=replicas, adding=adding, removing=removing, partition_epoch=p.partition_epoch + 1)
+
+
+def seed_alter_isr(p: Partition, new_isr: int, rules: Rules, acceptable: int, choice: int) -> Partition | None:
+    """An accepted AlterPartition: the catch-up change, and completion in the same atomic change.
+    None if `choice` is not a legal leader pick, or if nothing changes."""
+    isr, elr = seed_isr_change(p, new_isr, rules)
+    caught_up = p._replace(isr=isr, elr=elr, recovering=False)
+    if in_progress(p):
+        final_isr = seed_final_isr(caught_up, isr, rules)
+        if final_isr is not None:
+            return seed_complete(caught_up, final_isr, rules, acceptable, choice)
+    if choice or caught_up == p:
+        return None
+    return caught_up._replace(partition_epoch=p.partition_epoch + 1)
+
+
+def seed_remove_broker(p: Partition, broker: int, rules: Rules, acceptable: int, choice: int,
+                       unclean_shutdown: int = 0) -> Partition | None:
+    """Fencing or shutdown of `broker` (seed 003 §2.8, §2.9.1): leave the ISR; re-elect if it led."""
+    new_isr, elr = seed_isr_change(p, p.isr & ~bit(broker), rules, unclean_shutdown)
+    elr &= ~unclean_shutdown
+    candidates = new_isr & acceptable & ~bit(broker)
+    current = p.leader if p.leader != broker else NO_LEADER
+    leader = seed_pick_leader(current, candidates, choice)
+    if leader is None:
+        return None
+    if (new_isr, elr, leader) == (p.isr, p.elr, p.leader):
+        return None
+    le = p.leader_epoch + (leader != p.leader)
+    return p._replace(isr=new_isr, elr=elr, leader=leader, leader_epoch=le, partition_epoch=p.partition_epoch + 1)
+
+
+def seed_clean_election(p: Partition, candidate: int, rules: Rules, acceptable: int) -> Partition | None:
+    """Leaderless partition: elect an ISR member, or an ELR member when the ISR is empty (KIP-966)."""
+    if p.leader or not acceptable & bit(candidate):
+        return None
+    if p.isr & bit(candidate):
+        return p._replace(leader=candidate, leader_epoch=p.leader_epoch + 1, partition_epoch=p.partition_epoch + 1)
+    if p.isr or not p.elr & bit(candidate):
+        return None
+    isr = bit(candidate)
+    elr = 0 if size(isr) >= rules.min_isr else p.elr & ~isr
+    return p._replace(isr=isr, elr=elr, leader=candidate, leader_epoch=p.leader_epoch + 1,
+                      partition_epoch=p.partition_epoch + 1)
+
+
+def seed_unclean_election(p: Partition, candidate: int, rules: Rules, acceptable: int) -> Partition | None:
+    """Leaderless with no clean candidate and unclean election enabled: any live replica leads."""
+    if not rules.unclean or p.leader or not acceptable & bit(candidate) or candidate not in p.replicas:
+        return None
+    clean = p.isr if p.isr else p.elr
+    if clean & acceptable:
+        return None
+    return p._replace(isr=bit(candidate), elr=0, leader=candidate, leader_epoch=p.leader_epoch + 1,
+                      partition_epoch=p.partition_epoch + 1, recovering=True)
+
+
+def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Partition | None:
+    """Cancellation (seed 000 §4.5): revert to the original replicas and drop `adding` from the ISR.
+
+    Refused when the reverted ISR would be below MinISR, unless unclean leader election is
+    enabled: then the revert happens anyway, electing an ISR member, or, if the ISR is empty, any
+    live original replica (an unclean election: the partition enters leader recovery).
+    """
+    if not in_progress(p):
+        return None
+    replicas = tuple(r for r in p.replicas if not p.adding >> r & 1)
+    isr = p.isr & ~p.adding
+    safe = size(isr) >= rules.min_isr
+    if not safe and not rules.unclean:
+        return None
+    elr = 0 if safe or not rules.elr else (p.elr | p.isr) & ~p.adding & ~isr
+    recovering = p.recovering
+    if isr:
+        leader = seed_pick_leader(p.leader, isr & acceptable, choice)
+    else:
+        leader = seed_pick_leader(NO_LEADER, mask(replicas) & acceptable, choice)
+        if leader:
+            isr, elr, recovering = bit(leader), 0, True
+        elif not rules.elr:
+            isr = bit(replicas[0])  # without ELR the ISR is never empty
+    if leader is None:
+        return None
+    le = p.leader_epoch + (bool(p.adding) or leader != p.leader)
+    return Partition(replicas, isr, elr, 0, leader, le, p.partition_epoch + 1, 0, 0, recovering)
+
+
+# ============================================================================================
+# Kafka variant: PartitionChangeBuilder (reference §1-§7)
+# ============================================================================================
+
+ONLINE, UNCLEAN = "online", "unclean"
+
+
+def kafka_build(
+    p: Partition,
+    rules: Rules,
+    acceptable: int,
+    *,
+    target_isr: int,
+    target_replicas: tuple | None = None,
+    target_adding: int | None = None,
+    target_removing: int | None = None,
+    unclean_shutdown: int = 0,
+    recovered: bool = False,
+) -> Partition | None:
+    """`PartitionChangeBuilder.build()`; None when the record would be a no-op."""
+    election = UNCLEAN if rules.unclean else ONLINE
+    replicas = p.replicas if target_replicas is None else target_replicas
+    adding = p.adding if target_adding is None else target_adding
+    removing = p.removing if target_removing is None else target_removing
+    isr = target_isr
+
+    # 1. completeReassignmentIfNeeded (PRR.maybeCompleteReassignment)
+    if adding or removing:
+        trim = 0 if rules.mutation == "keep_removing_in_isr" else removing
+        new_isr = isr & ~trim
+        new_replicas = tuple(r for r in replicas if not removing >> r & 1)
+        complete = bool(new_isr) and bool(new_replicas) and not mask(new_replicas) & ~(new_isr & ~removing)
+        if complete:
+            isr, replicas, adding, removing = new_isr, new_replicas, 0, 0
+
+    # 2. maybePopulateTargetElr (effective MinISR = min(minISR, |replicas| before the change))
+    min_isr = min(rules.min_isr, len(p.replicas))
+    if not rules.elr:
+        elr = 0
+    elif size(isr) >= min_isr:
+        elr = 0
+    else:
+        elr = (p.elr | p.isr) & ~isr & ~unclean_shutdown
+
+    # 3. electLeader (electAnyLeader): current leader, first valid replica, last known leader, unclean
+    def valid(r: int) -> bool:
+        return bool((isr & bit(r) or (not isr and elr & bit(r))) and acceptable & bit(r))
+
+    leader, unclean_pick = NO_LEADER, False
+    if p.leader and valid(p.leader):
+        leader = p.leader
+    else:
+        for r in replicas:
+            if valid(r):
+                leader = r
+                break
+        else:
+            if rules.elr and not isr and not elr and size(p.last_known_elr) == 1:
+                leader, unclean_pick = members(p.last_known_elr)[0], True  # acceptability not enforced
+            elif election == UNCLEAN:
+                for r in replicas:
+                    if acceptable & bit(r):
+                        leader, unclean_pick = r, True
+                        break
+    recovering = False if recovered else p.recovering
+    lkl = p.last_known_elr
+    if leader != p.leader:  # tryElection
+        if leader and elr & bit(leader):
+            isr, elr = bit(leader), elr & ~bit(leader)
+        if unclean_pick:
+            isr, elr, lkl = bit(leader), 0, 0
+            recovering = True
+
+    # 4. leader-epoch triggers: a leader change, or a replica set that is not a superset
+    bump = leader != p.leader or bool(mask(p.replicas) & ~mask(replicas))
+
+    # 5. ISR write: without ELR an empty ISR is not written (the last replica stays)
+    if not isr and not rules.elr:
+        isr = p.isr
+    if size(isr) >= min_isr and rules.elr:
+        lkl = 0
+    # 6. maybeUpdateLastKnownLeader (useLastKnownLeaderInBalancedRecovery)
+    if rules.elr and not isr and p.leader and lkl != bit(p.leader):
+        lkl = bit(p.leader)
+    if leader:
+        lkl = 0
+    if not rules.elr:
+        lkl = 0
+
+    new = Partition(replicas, isr, elr, lkl, leader, p.leader_epoch + bump, p.partition_epoch, adding, removing,
+                    recovering)
+    if new == p:
+        return None
+    return new._replace(partition_epoch=p.partition_epoch + 1)
+
+
+def kafka_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int) -> Partition | None:
+    """`RCM.changePartitionReassignment`: diff against the current (possibly merged) replicas."""
+    current, wanted = mask(p.replicas), mask(target)
+    removing, adding = current & ~wanted, wanted & ~current
+    merged = tuple(target) + tuple(members(removing))
+    return kafka_build(
+        p, rules, acceptable, target_isr=p.isr,
+        target_replicas=merged if merged != p.replicas else None,
+        target_removing=removing or None,
+        target_adding=adding or None,
+    )
+
+
+def kafka_cancel(p: Partition, rules: Rules, acceptable: int) -> Partition | None:
+    """`RCM.cancelPartitionReassignment` with `PartitionReassignmentRevert`."""
+    if not in_progress(p):
+        return None
+    replicas = tuple(r for r in p.replicas if not p.adding >> r & 1)
+    isr = p.isr & ~p.adding
+    if not isr:
+        isr = bit(replicas[0])
+        if not rules.unclean:
+            return None  # INVALID_REPLICA_ASSIGNMENT: would require an unclean leader election
+    return kafka_build(p, rules, acceptable, target_isr=isr, target_replicas=replicas, target_adding=0,
+                       target_removing=0)
