@@ -13,7 +13,7 @@ hash, and the same operations work on Z3 bit-vectors.
 from __future__ import annotations
 
 import typing
-from typing import Any
+from typing import Any, Iterator
 
 from harness.errors import BadInput
 
@@ -62,6 +62,10 @@ class ItfType:
         """Compact human rendering (for `harness show`)."""
         return str(v)
 
+
+    def leaves(self, v: Any, path: str) -> Iterator[tuple[str, str]]:
+        """(path, shown value) of each leaf: records and maps are opened, so diffs stay readable."""
+        yield path, self.show(v)
 
 class Int(ItfType):
     name = "int"
@@ -241,6 +245,10 @@ class ById(ItfType):
     def show(self, v: tuple) -> str:
         return "{" + ", ".join(f"{i + self.base}:{self.item.show(x)}" for i, x in enumerate(v)) + "}"
 
+    def leaves(self, v: tuple, path: str) -> Iterator[tuple[str, str]]:
+        for i, x in enumerate(v):
+            yield from self.item.leaves(x, f"{path}[{i + self.base}]")
+
 
 class Record(ItfType):
     """A NamedTuple: an ITF record (a JSON object keyed by field name)."""
@@ -275,6 +283,10 @@ class Record(ItfType):
 
     def show(self, v: tuple) -> str:
         return "(" + ", ".join(f"{k}={t.show(x)}" for (k, t), x in zip(self.fields.items(), v)) + ")"
+
+    def leaves(self, v: tuple, path: str) -> Iterator[tuple[str, str]]:
+        for (k, t), x in zip(self.fields.items(), v):
+            yield from t.leaves(x, f"{path}.{k}" if path else k)
 
 
 def type_of_annotation(annotation: Any) -> ItfType:

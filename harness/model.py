@@ -170,6 +170,7 @@ class Rule:
     fair: bool
     doc: str
     precondition: Callable | None = None  # (cfg, state) -> bool, checked once for all parameters
+    applies: Callable | None = None  # (cfg) -> bool: False leaves the rule out of this config's model
 
 
 @dataclass
@@ -212,17 +213,18 @@ class Spec:
         self.init_fn = fn
         return fn
 
-    def rule(self, fair: bool = False, precondition: Callable | None = None,
+    def rule(self, fair: bool = False, precondition: Callable | None = None, applies: Callable | None = None,
              **domains: Callable[[Any], Iterable[int]]) -> Callable:
         """`@spec.rule(broker=brokers)`: a protocol rule; parameters range over finite domains.
 
         `precondition(cfg, state)`, if given, is a cheap necessary condition for every parameter
         combination: engines skip the whole rule when it is false (a speed-up; the rule itself
-        must still return None when disabled).
+        must still return None when disabled). `applies(cfg)` false removes the rule from the
+        model of that config (a rule of another variant), so it is not reported as never firing.
         """
 
         def register(fn: Callable) -> Callable:
-            self.rules.append(Rule(fn.__name__, fn, domains, fair, (fn.__doc__ or "").strip(), precondition))
+            self.rules.append(Rule(fn.__name__, fn, domains, fair, (fn.__doc__ or "").strip(), precondition, applies))
             return fn
 
         return register
@@ -355,9 +357,10 @@ class Model:
         self.actions: list[Action] = []
         self._steps: list[tuple[int, Callable, tuple]] = []
         self._groups: list[tuple[Callable | None, list[tuple[int, Callable, tuple]]]] = []
-        self.rule_names = [r.name for r in spec.rules]
+        self.rules = [r for r in spec.rules if r.applies is None or r.applies(cfg)]
+        self.rule_names = [r.name for r in self.rules]
         self.action_rule: list[int] = []
-        for rule_index, rule in enumerate(spec.rules):
+        for rule_index, rule in enumerate(self.rules):
             names = list(rule.domains)
             domains = [tuple(rule.domains[n](cfg)) for n in names]
             group: list[tuple[int, Callable, tuple]] = []
@@ -368,7 +371,7 @@ class Model:
             self._steps.extend(group)
             self._groups.append((rule.precondition, group))
         self.action_index = {a: i for i, a in enumerate(self.actions)}
-        self.fair_rules = [r.name for r in spec.rules if r.fair]
+        self.fair_rules = [r.name for r in self.rules if r.fair]
         self.invariant_names = list(spec.invariants)
         self._invariants = [(n, f) for n, f in spec.invariants.items()]
         self.liveness = dict(spec.liveness)

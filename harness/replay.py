@@ -29,11 +29,9 @@ class ReplayReport:
 
 
 def diff_states(model: Model, a: tuple, b: tuple) -> dict[str, tuple[str, str]]:
-    out = {}
-    for (name, t), x, y in zip(model.schema.fields.items(), a, b):
-        if x != y:
-            out[name] = (t.show(x), t.show(y))
-    return out
+    """Leaf-level differences (`brokers[2].log`: recorded, replayed) between two states."""
+    before, after = dict(model.schema.leaves(a, "")), dict(model.schema.leaves(b, ""))
+    return {k: (v, after[k]) for k, v in before.items() if after[k] != v}
 
 
 def replay(trace: Trace) -> ReplayReport:
@@ -99,9 +97,9 @@ def show_rows(trace: Trace) -> list[tuple[str, str, str]]:
     prev = None
     for i, (s, a) in enumerate(zip(trace.states, trace.actions)):
         if prev is None:
-            changes = [f"{n} = {t.show(x)}" for (n, t), x in zip(model.schema.fields.items(), s)]
+            changes = [f"{n} = {v}" for n, v in model.schema.leaves(s, "")]
         else:
-            changes = [f"{n}: {t.show(x)} -> {t.show(y)}" for (n, t), x, y in zip(model.schema.fields.items(), prev, s) if x != y]
+            changes = [f"{n}: {x} -> {y}" for n, (x, y) in diff_states(model, prev, s).items()]
         marker = " (loop start)" if trace.loop == i else ""
         rows.append((f"{i}{marker}", "init" if a is None else str(a), "\n".join(changes) or "(no change)"))
         prev = s

@@ -81,8 +81,16 @@ class AlterPartition(NamedTuple):
     added_epochs: Annotated[tuple, ById(Int())]  # broker epochs of replicas being added (0 = not added)
 
 
+# AlterPartition response status (reference §7)
+NO_RESPONSE_YET = 0  # the request (if any) is still in flight to the controller
+ACCEPTED = 1
+INELIGIBLE_REPLICA = 2  # the leader rolls its Maximal ISR back to the ISR
+STALE_REQUEST = 3  # FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INVALID_REQUEST: wait for metadata
+AWAITING_METADATA = 4  # answered; the leader keeps its pending state until it learns new metadata
+
+
 class Response(NamedTuple):
-    """The controller's AlterPartition response in flight; status 0 = none, 1 = accepted, 2 = error."""
+    """The controller's AlterPartition response to a broker (status: see the constants above)."""
 
     status: int
     isr: Annotated[int, IdSet()]
@@ -134,10 +142,12 @@ class State(NamedTuple):
 
 
 PRESETS = {
-    # Smallest interesting: move [1,2] -> [2,3], leader 1 is removed; one fault.
-    "tiny": {},
-    # Exhausted by BFS in about a minute: a move with one record, a fault, an unclean shutdown.
-    "ci": {"max_unclean_shutdowns": 1},
+    # A move [1,2] -> [2,3] that removes the leader, with a cancellation and one record: no faults.
+    "tiny": {"max_faults": 0},
+    # Exhausted by BFS in about a minute: the move, two records, a cancellation, one unclean shutdown.
+    "ci": {"max_faults": 0, "max_unclean_shutdowns": 1, "max_records": 2},
+    # Faults of every kind together (for the Spark engine): fencing or clean shutdown, power loss, ISR shrink.
+    "faults": {"max_unclean_shutdowns": 1, "max_shrinks": 1},
     "nightly": {"brokers": 4, "replicas": [1, 2, 3], "isr": [1, 2, 3], "targets": [[1, 2, 4], [3, 4]],
                 "max_records": 2, "max_unclean_shutdowns": 1, "max_shrinks": 1},
 }
@@ -225,7 +235,10 @@ def fresh_broker(n: int, status: int, epoch: int, log: tuple, hwm: int) -> Broke
 def forgotten(cfg, b: Broker) -> Broker:
     """A broker that is not a replica: no log, no metadata for the partition, no leader state.
     An AlterPartition it sent may still be in flight."""
-    return fresh_broker(cfg.brokers, b.status, b.epoch, (), 0)._replace(pending=b.pending, response=b.response)
+    new = fresh_broker(cfg.brokers, b.status, b.epoch, (), 0)
+    if b.response.status == AWAITING_METADATA:
+        return new
+    return new._replace(pending=b.pending, response=b.response)
 
 
 def learned(b: Broker, p: Partition) -> Broker:
@@ -291,7 +304,8 @@ def alter_partition_reassignments(cfg, s, target, new_leader):
     return commit_partition(cfg, s, p, new, budget=s.budget._replace(reassignments=s.budget.reassignments - 1))
 
 
-@spec.rule(new_leader=leader_choices, precondition=lambda cfg, s: s.budget.cancels > 0 and ctl.in_progress(s.partition))
+@spec.rule(new_leader=leader_choices, precondition=lambda cfg, s: s.budget.cancels > 0 and ctl.in_progress(s.partition),
+           applies=lambda cfg: cfg.max_cancels > 0)
 def cancel_reassignment(cfg, s, new_leader):
     """Controller: revert an ongoing reassignment (seed 000 §4.5); refused when the reverted ISR
     would be below MinISR, unless unclean leader election is enabled."""
@@ -323,15 +337,19 @@ def handle_alter_partition(cfg, s, leader, new_leader):
         return None
     p, rules = s.partition, rules_of(cfg)
     live = acceptable(s)
-    ok = (req.leader_epoch == p.leader_epoch and p.leader == leader
-          and (req.partition_epoch == p.partition_epoch or cfg.mutation == "stale_partition_epoch")
-          and not req.isr & ~mask(p.replicas) and req.isr & bit(leader)
-          and not req.isr & ~live)
-    if ok and cfg.mutation != "ignore_added_broker_epoch":
-        for f, sent in enumerate(req.added_epochs, 1):
-            if sent and s.brokers[f - 1].epoch != sent:
-                ok = False
-                break
+    error = NO_RESPONSE_YET
+    if req.leader_epoch != p.leader_epoch or p.leader != leader:
+        error = STALE_REQUEST  # FENCED_LEADER_EPOCH / INVALID_REQUEST
+    elif req.partition_epoch != p.partition_epoch and cfg.mutation != "stale_partition_epoch":
+        error = STALE_REQUEST  # INVALID_UPDATE_VERSION
+    elif req.isr & ~mask(p.replicas) or not req.isr & bit(leader):
+        error = STALE_REQUEST  # INVALID_REQUEST
+    elif req.isr & ~live:
+        error = INELIGIBLE_REPLICA  # fenced or shutting down
+    elif cfg.mutation != "ignore_added_broker_epoch" and any(
+            sent and s.brokers[f - 1].epoch != sent for f, sent in enumerate(req.added_epochs, 1)):
+        error = INELIGIBLE_REPLICA  # broker epoch mismatch: the replica restarted
+    ok = not error
     new = None
     if ok:
         if cfg.completion == "kafka":
@@ -345,7 +363,7 @@ def handle_alter_partition(cfg, s, leader, new_leader):
     elif new_leader:
         return None
     after = new or p
-    response = Response(1, after.isr, after.leader_epoch, after.partition_epoch) if ok else Response(2, 0, 0, 0)
+    response = Response(ACCEPTED, after.isr, after.leader_epoch, after.partition_epoch) if ok else Response(error, 0, 0, 0)
     s = s._replace(brokers=with_broker(s, leader, b._replace(response=response)))
     return commit_partition(cfg, s, p, new) if new is not None else s
 
@@ -365,7 +383,8 @@ def remove_broker(cfg, s: State, broker: int, new_leader: int, unclean_shutdown:
     return new
 
 
-@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: s.budget.faults > 0)
+@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: s.budget.faults > 0,
+           applies=lambda cfg: cfg.max_faults > 0)
 def fence(cfg, s, broker, new_leader):
     """Controller: a broker missed its heartbeats; it leaves every ISR and loses leadership
     (seed 003 §1.2.2, §2.8). The broker keeps running, possibly still believing it leads."""
@@ -379,7 +398,8 @@ def fence(cfg, s, broker, new_leader):
     return commit_partition(cfg, s, s.partition, new, brokers=brs, budget=s.budget._replace(faults=s.budget.faults - 1))
 
 
-@spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: any(b.status == FENCED for b in s.brokers))
+@spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: any(b.status == FENCED for b in s.brokers),
+           applies=lambda cfg: cfg.max_faults + cfg.max_unclean_shutdowns > 0)
 def unfence(cfg, s, broker):
     """Controller: a running fenced broker heartbeats again. Kafka then elects a leader for a
     leaderless partition (reference §9); the seed variant does that in `clean_election`."""
@@ -394,7 +414,8 @@ def unfence(cfg, s, broker):
     return s2
 
 
-@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: s.budget.faults > 0)
+@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: s.budget.faults > 0,
+           applies=lambda cfg: cfg.max_faults > 0)
 def clean_shutdown(cfg, s, broker, new_leader):
     """A broker shuts down cleanly: controlled shutdown takes it out of the ISR (and leadership)
     first; its log is flushed."""
@@ -409,7 +430,8 @@ def clean_shutdown(cfg, s, broker, new_leader):
                             budget=s.budget._replace(faults=s.budget.faults - 1))
 
 
-@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: s.budget.unclean_shutdowns > 0)
+@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: s.budget.unclean_shutdowns > 0,
+           applies=lambda cfg: cfg.max_unclean_shutdowns > 0)
 def unclean_shutdown(cfg, s, broker, new_leader):
     """A broker loses power. The controller fences it (it leaves the ISR; ELR may keep it until it
     re-registers). What it had not flushed is lost at restart."""
@@ -424,7 +446,8 @@ def unclean_shutdown(cfg, s, broker, new_leader):
                             budget=s.budget._replace(unclean_shutdowns=s.budget.unclean_shutdowns - 1))
 
 
-@spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: any(b.status == OFFLINE for b in s.brokers))
+@spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: any(b.status == OFFLINE for b in s.brokers),
+           applies=lambda cfg: cfg.max_faults > 0)
 def restart(cfg, s, broker):
     """A cleanly shut down broker starts and registers with a new broker epoch (fenced)."""
     b = s.brokers[broker - 1]
@@ -434,7 +457,8 @@ def restart(cfg, s, broker):
 
 
 @spec.rule(broker=brokers, keep=lambda cfg: range(cfg.max_records + 1), fair=True,
-           precondition=lambda cfg, s: any(b.status == CRASHED for b in s.brokers))
+           precondition=lambda cfg, s: any(b.status == CRASHED for b in s.brokers),
+           applies=lambda cfg: cfg.max_unclean_shutdowns > 0)
 def restart_after_unclean_shutdown(cfg, s, broker, keep):
     """A crashed broker restarts with only `keep` records flushed, and registers with a new broker
     epoch and the unclean-shutdown flag: the controller removes it from the ELR (KIP-966)."""
@@ -455,7 +479,8 @@ def restart_after_unclean_shutdown(cfg, s, broker, keep):
     return commit_partition(cfg, s, p, new, brokers=brs)
 
 
-@spec.rule(candidate=brokers, fair=True, precondition=lambda cfg, s: not s.partition.leader)
+@spec.rule(candidate=brokers, fair=True, precondition=lambda cfg, s: not s.partition.leader,
+           applies=lambda cfg: cfg.completion == "seed")
 def clean_election(cfg, s, candidate):
     """Controller (seed variant): a leaderless partition elects an unfenced ISR member, or an
     unfenced ELR member when the ISR is empty."""
@@ -465,7 +490,8 @@ def clean_election(cfg, s, candidate):
     return None if new is None else s._replace(partition=new)
 
 
-@spec.rule(candidate=brokers, precondition=lambda cfg, s: cfg.unclean and not s.partition.leader)
+@spec.rule(candidate=brokers, precondition=lambda cfg, s: not s.partition.leader,
+           applies=lambda cfg: cfg.completion == "seed" and cfg.unclean)
 def unclean_election(cfg, s, candidate):
     """Controller (seed variant, unclean election enabled): no clean candidate is available, so
     any live replica is elected; the partition enters leader recovery."""
@@ -490,6 +516,8 @@ def learn_metadata(cfg, s, broker):
         return None  # not a replica and holds nothing: nothing to learn
     was_leader = b.known_leader == broker
     new = learned(b, p)
+    if b.response.status == AWAITING_METADATA:
+        new = new._replace(pending=no_request(cfg.brokers), response=NO_RESPONSE)
     if not new.known_replicas & bit(broker):
         new = forgotten(cfg, b)
     elif p.leader == broker:
@@ -615,7 +643,8 @@ def propose_isr_expansion(cfg, s, leader, follower):
     return s._replace(brokers=with_broker(s, leader, b._replace(pending=req, maximal_isr=isr)))
 
 
-@spec.rule(leader=brokers, follower=brokers, precondition=lambda cfg, s: s.budget.shrinks > 0)
+@spec.rule(leader=brokers, follower=brokers, precondition=lambda cfg, s: s.budget.shrinks > 0,
+           applies=lambda cfg: cfg.max_shrinks > 0)
 def propose_isr_shrink(cfg, s, leader, follower):
     """Leader: send AlterPartition removing a follower that lags or stopped fetching (seed 003
     §2.9); the Maximal ISR keeps it until the change is committed."""
@@ -630,20 +659,33 @@ def propose_isr_shrink(cfg, s, leader, follower):
                       budget=s.budget._replace(shrinks=s.budget.shrinks - 1))
 
 
-@spec.rule(leader=brokers, fair=True, precondition=lambda cfg, s: any(b.response.status for b in s.brokers))
+def answered(cfg, s: State) -> bool:
+    return any(NO_RESPONSE_YET < b.response.status < AWAITING_METADATA for b in s.brokers)
+
+
+@spec.rule(leader=brokers, fair=True, precondition=answered)
 def handle_alter_partition_response(cfg, s, leader):
-    """Leader: commit the accepted ISR (if the response is newer than what it knows and in its
-    leader epoch), or roll the Maximal ISR back to the ISR on an error (seed 003 §2.9.2)."""
+    """Leader: act on the AlterPartition response (seed 003 §2.9.2, as Kafka's Partition does).
+
+    Accepted in its leader epoch and newer than what it knows: commit the ISR and partition
+    epoch. INELIGIBLE_REPLICA: roll the Maximal ISR back to the ISR. Otherwise (accepted in a
+    newer leader epoch, stale epochs): keep the pending state until the metadata arrives. Seed
+    003 rolls back on every error; that reading is unsafe for a leader that has not yet learned
+    it was replaced (see docs/ARCHITECTURE.md), so the model follows Kafka here.
+    """
     b = s.brokers[leader - 1]
     r = b.response
-    if not r.status:
+    if not NO_RESPONSE_YET < r.status < AWAITING_METADATA:
         return None
-    new = b._replace(pending=no_request(cfg.brokers), response=NO_RESPONSE)
-    if b.status >= FENCED and b.known_leader == leader:
-        if r.status == 1 and r.partition_epoch > b.known_partition_epoch and r.leader_epoch == b.known_leader_epoch:
-            new = new._replace(known_isr=r.isr, known_partition_epoch=r.partition_epoch, maximal_isr=r.isr)
-        elif r.status == 2 and b.known_partition_epoch == b.pending.partition_epoch:
-            new = new._replace(maximal_isr=b.known_isr)
+    done = b._replace(pending=no_request(cfg.brokers), response=NO_RESPONSE)
+    if b.status < FENCED or b.known_leader != leader or r.status == ACCEPTED and r.partition_epoch <= b.known_partition_epoch:
+        new = done  # no longer leads, or already learned newer metadata: ignore the response
+    elif r.status == ACCEPTED and r.leader_epoch == b.known_leader_epoch:
+        new = done._replace(known_isr=r.isr, known_partition_epoch=r.partition_epoch, maximal_isr=r.isr)
+    elif r.status == INELIGIBLE_REPLICA and b.known_partition_epoch == b.pending.partition_epoch:
+        new = done._replace(maximal_isr=b.known_isr)
+    else:
+        new = b._replace(response=Response(AWAITING_METADATA, 0, 0, 0))
     return s._replace(brokers=with_broker(s, leader, new))
 
 
