@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)  ## the main job
-	$(PY) -m harness check example --config ci
+	$(PY) -m harness check kraft --config ci
 
 test: $(STAMP)
 	$(PY) -m pytest
@@ -23,6 +23,9 @@ ci: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bfs_bench.py
+
+counterexamples: $(STAMP)  ## regenerate the committed counterexample corpus
+	$(PY) -m harness corpus
 
 clean:
 	rm -rf $(VENV) traces .pytest_cache .hypothesis build *.egg-info

@@ -19,7 +19,7 @@ from harness.errors import BadInput
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
-ENGINES = ("bfs",)
+ENGINES = ("bfs", "hypothesis", "graph")
 
 
 def _fail(message: str) -> None:
@@ -84,8 +84,11 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--time-limit", type=click.FloatRange(min=0), default=None, help="seconds")
 @click.option("--continue", "keep_going", is_flag=True, help="collect one shortest trace per violated property")
 @click.option("--quiet", is_flag=True, help="no progress display")
+@click.option("--profile", default="ci", show_default=True, help="hypothesis: settings profile (ci, nightly, dev)")
+@click.option("--examples", type=click.IntRange(min=1), default=None, help="hypothesis: runs to generate")
+@click.option("--steps", type=click.IntRange(min=1), default=None, help="hypothesis: steps per run")
 def check(spec_name, preset, settings, variants, mutation, engine, out, as_json, seed, exact, no_deadlock,
-          max_states, max_depth, time_limit, keep_going, quiet) -> None:
+          max_states, max_depth, time_limit, keep_going, quiet, profile, examples, steps) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation."""
     from harness.check import exit_code, summary, write_counterexamples
     from harness.engines import bfs
@@ -94,9 +97,24 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
     spec = load_spec(spec_name)
     cfg = spec.config(preset, settings, variants, mutation)
     model = spec.bind(cfg)
-    with _progress(quiet) as progress:
-        result = bfs.explore(model, exact=exact, max_states=max_states, max_depth=max_depth, time_limit=time_limit,
-                             keep_going=keep_going, check_deadlock=not no_deadlock, progress=progress)
+    if no_deadlock:
+        model.check_deadlock = False
+    if engine == "graph":
+        from harness.engines import graph
+
+        with _progress(quiet, "building the state graph ...") as progress:
+            kwargs = {"max_states": max_states} if max_states else {}
+            result, _ = graph.explore(model, **kwargs)
+    elif engine == "hypothesis":
+        from harness.engines import hypothesis
+
+        with _progress(quiet, "testing with Hypothesis ...") as progress:
+            result = hypothesis.explore(model, profile=profile, examples=examples, steps=steps, seed=seed)
+        seed = result.stats.get("seed")
+    else:
+        with _progress(quiet) as progress:
+            result = bfs.explore(model, exact=exact, max_states=max_states, max_depth=max_depth, time_limit=time_limit,
+                                 keep_going=keep_going, check_deadlock=not no_deadlock, progress=progress)
     write_counterexamples(model, result, Path(out), seed)
     if as_json:
         print(json.dumps(summary(model, result), indent=1))
@@ -108,14 +126,15 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
 class _progress:
     """A live one-line progress display on stderr (rate, depth, queue); silent with --quiet."""
 
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, message: str = "exploring ...") -> None:
         self.quiet = quiet or not err.is_terminal
+        self.message = message
         self.status = None
 
     def __enter__(self):
         if self.quiet:
             return None
-        self.status = err.status("exploring ...")
+        self.status = err.status(self.message)
         self.status.__enter__()
         return self.update
 
@@ -133,7 +152,17 @@ def _print_result(model, result) -> None:
     s = result.stats
     preset = getattr(model.config, "_preset", None)
     err.print(f"[bold]{model.name}[/bold] config={preset} mutation={model.config.mutation} engine={result.engine}")
-    bits = [f"{s.get('distinct', 0):,} distinct states", f"{s.get('generated', 0):,} generated", f"depth {s.get('depth')}"]
+    if result.engine == "graph":
+        bits = [f"{s['states']:,} states", f"{s['edges']:,} edges", f"{s['sccs']:,} SCCs", f"{s['terminal_states']:,} terminal",
+                f"depth {s['depth']}", f"{s['seconds']:.2f} s"]
+        for name, r in s.get("liveness", {}).items():
+            verdict = "holds" if r["holds"] else f"FAILS (lasso of {r['lasso_length']} steps, loop at {r['loop_start']})"
+            bits.append(f"liveness {name}: {verdict}")
+    elif result.engine == "hypothesis":
+        bits = [f"profile {s['profile']}", f"{s['max_examples']:,} runs of up to {s['max_steps']} steps",
+                "derandomized" if s["derandomized"] else f"seed {s['seed']}"]
+    else:
+        bits = [f"{s.get('distinct', 0):,} distinct states", f"{s.get('generated', 0):,} generated", f"depth {s.get('depth')}"]
     if s.get("seconds") is not None:
         bits.append(f"{s['seconds']:.2f} s")
     if s.get("states_per_second"):
@@ -155,6 +184,8 @@ def _print_result(model, result) -> None:
             err.print(f"[red]VIOLATION[/red] {v.outcome.kind} {v.outcome.property or ''}: {v.depth} steps -> {v.trace_path}")
             if v.note:
                 err.print(f"  note: {v.note}")
+    elif result.complete and result.engine == "hypothesis":
+        err.print("[green]no violation[/green] in the whole budget of runs")
     elif result.complete:
         err.print("[green]no violation[/green]: the state space was exhausted")
     else:
@@ -195,6 +226,50 @@ def show_cmd(trace_path: str) -> None:
     for row in show_rows(trace):
         table.add_row(*row)
     out.print(table)
+
+
+@cli.command("graph")
+@click.argument("spec_name", metavar="SPEC")
+@click.option("--config", "preset", default=None, help="named preset (see `list`)")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE")
+@click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE")
+@click.option("--mutation", default=None)
+@click.option("--format", "fmt", type=click.Choice(["dot", "graphml", "json"]), default="dot", show_default=True)
+@click.option("--out", "out_path", default=None, help="file to write (default: SPEC-CONFIG.FORMAT)")
+@click.option("--max-states", type=click.IntRange(min=1), default=None)
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_path, max_states, as_json) -> None:
+    """Export the reachable state graph (networkx) with action labels on edges, and summarise it."""
+    from harness.engines import graph
+    from harness.registry import load_spec
+
+    spec = load_spec(spec_name)
+    cfg = spec.config(preset, settings, variants, mutation)
+    model = spec.bind(cfg)
+    g, _ = graph.build(model, max_states or graph.MAX_STATES, check_safety=False)
+    path = out_path or f"{spec_name}-{preset or spec.default_preset}.{fmt}"
+    graph.write(g, path, fmt)
+    info = dict(graph.summary(g), file=path, format=fmt)
+    if as_json:
+        print(json.dumps(info, indent=1))
+    else:
+        out.print(", ".join(f"{k} {v}" for k, v in info.items()))
+
+
+@cli.command("corpus")
+@click.option("--out", default="counterexamples", show_default=True, type=click.Path(file_okay=False))
+@click.option("--spec", "names", multiple=True, help="only these specs")
+def corpus_cmd(out: str, names: tuple) -> None:
+    """Regenerate the counterexample corpus: a shortest trace per mutation and per expected violation."""
+    from harness.corpus import regenerate
+
+    for n in names:
+        from harness.registry import load_spec
+        load_spec(n)  # unknown spec -> exit 2
+    survivors = regenerate(Path(out), list(names) or None, echo=lambda m: err.print(m, markup=False))
+    if survivors:
+        err.print(f"[red]mutations not caught:[/red] {', '.join(survivors)}")
+    sys.exit(1 if survivors else 0)
 
 
 def main() -> None:

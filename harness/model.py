@@ -53,6 +53,22 @@ def mix64(h: int) -> int:
     return h ^ (h >> 31)
 
 
+def fast_replace(*classes: type) -> None:
+    """Give NamedTuple state classes a `_replace` about twice as fast as the stdlib's (same result);
+    rules call `_replace` on every step, so it shows in states/s."""
+    for cls in classes:
+        index = {name: i for i, name in enumerate(cls._fields)}
+        new = tuple.__new__
+
+        def _replace(self, _index=index, _new=new, **changes):
+            values = list(self)
+            for name, value in changes.items():
+                values[_index[name]] = value
+            return _new(type(self), values)
+
+        cls._replace = _replace
+
+
 class Action(NamedTuple):
     """A rule with its parameters: the label of one transition."""
 
@@ -195,6 +211,8 @@ class Spec:
     default_preset: str = "tiny"
     mutations: dict[str, str] = field(default_factory=dict)  # name -> which rule it removes
     deadlock: bool = True  # report states without successors (unless quiescent)
+    mutation_preset: str = "ci"  # the config at which every mutation must be caught
+    expected: dict[str, str] = field(default_factory=dict)  # preset -> the known violation it exhibits
     rules: list[Rule] = field(default_factory=list)
     invariants: dict[str, Callable] = field(default_factory=dict)
     invariant_docs: dict[str, str] = field(default_factory=dict)

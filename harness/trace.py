@@ -143,6 +143,11 @@ def write_trace(path: Path, model: Model, states: list[tuple], actions: list[Act
 def trace_filename(model: Model, outcome: Outcome, engine: str) -> str:
     cfg = model.config
     parts = [model.name, preset_of(cfg) or "custom"]
+    preset = model.spec.presets.get(preset_of(cfg) or "", {})
+    for key in model.spec.variants:  # variants chosen on top of the preset
+        default = preset.get(key, model.spec.config_fields[key].default)
+        if getattr(cfg, key) != default:
+            parts.append(f"{key}={str(getattr(cfg, key)).lower()}")
     if cfg.mutation != "none":
         parts.append(cfg.mutation)
     parts.append(outcome.property or outcome.kind)

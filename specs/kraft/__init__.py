@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
 from harness.itf import Bool, ById, IdSet, Int, OptId, Seq
-from harness.model import Config, Spec, param, variant
+from harness.model import Config, Spec, fast_replace, param, variant
 from specs.kraft import controller as ctl
 from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, size
 
@@ -148,6 +148,9 @@ PRESETS = {
     "ci": {"max_faults": 0, "max_unclean_shutdowns": 1, "max_records": 2},
     # Faults of every kind together (for the Spark engine): fencing or clean shutdown, power loss, ISR shrink.
     "faults": {"max_unclean_shutdowns": 1, "max_shrinks": 1},
+    # Known-unsafe configurations (expected counterexamples, see `expected` below).
+    "unclean-election-loss": {"unclean": True, "max_faults": 2},
+    "last-replica-standing": {"elr": False, "max_unclean_shutdowns": 2},
     "nightly": {"brokers": 4, "replicas": [1, 2, 3], "isr": [1, 2, 3], "targets": [[1, 2, 4], [3, 4]],
                 "max_records": 2, "max_unclean_shutdowns": 1, "max_shrinks": 1},
 }
@@ -164,7 +167,16 @@ MUTATIONS = {
     "keep_unclean_in_elr": "restart_after_unclean_shutdown: keep the broker in the ELR (KIP-966)",
 }
 
-spec = Spec("kraft", KraftConfig, State, doc=__doc__, presets=PRESETS, mutations=MUTATIONS, deadlock=False)
+fast_replace(Partition, AlterPartition, Response, Broker, Budget, State)
+
+EXPECTED = {
+    "unclean-election-loss": "unclean leader election (enabled) elects a replica without the committed log: acknowledged data is lost",
+    "last-replica-standing": "without ELR, the last ISR member loses its unflushed suffix in an unclean shutdown and stays "
+                             "the only leader candidate (seed 003 §2.4.1, fixed by KIP-966)",
+}
+
+spec = Spec("kraft", KraftConfig, State, doc=__doc__, presets=PRESETS, mutations=MUTATIONS, deadlock=False,
+            expected=EXPECTED)
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -617,7 +629,12 @@ def advance_hwm(cfg, s, leader):
                       committed_overwritten=overwritten)
 
 
-@spec.rule(leader=brokers, follower=brokers, fair=True)
+def idle_leader(cfg, s: State) -> bool:
+    """Some running broker believes it leads and has no AlterPartition pending."""
+    return any(b.known_leader == i and b.status >= FENCED and not b.pending.isr for i, b in enumerate(s.brokers, 1))
+
+
+@spec.rule(leader=brokers, follower=brokers, fair=True, precondition=idle_leader)
 def propose_isr_expansion(cfg, s, leader, follower):
     """Leader: send AlterPartition adding an out-of-sync follower that is in sync by seed 003 §2.9:
     its fetch offset reached the HWM and the LESO, and it fetched in the current leader epoch.
@@ -643,7 +660,7 @@ def propose_isr_expansion(cfg, s, leader, follower):
     return s._replace(brokers=with_broker(s, leader, b._replace(pending=req, maximal_isr=isr)))
 
 
-@spec.rule(leader=brokers, follower=brokers, precondition=lambda cfg, s: s.budget.shrinks > 0,
+@spec.rule(leader=brokers, follower=brokers, precondition=lambda cfg, s: s.budget.shrinks > 0 and idle_leader(cfg, s),
            applies=lambda cfg: cfg.max_shrinks > 0)
 def propose_isr_shrink(cfg, s, leader, follower):
     """Leader: send AlterPartition removing a follower that lags or stopped fetching (seed 003
@@ -678,11 +695,11 @@ def handle_alter_partition_response(cfg, s, leader):
     if not NO_RESPONSE_YET < r.status < AWAITING_METADATA:
         return None
     done = b._replace(pending=no_request(cfg.brokers), response=NO_RESPONSE)
-    if b.status < FENCED or b.known_leader != leader or r.status == ACCEPTED and r.partition_epoch <= b.known_partition_epoch:
-        new = done  # no longer leads, or already learned newer metadata: ignore the response
+    if b.status < FENCED or b.known_leader != leader or b.known_partition_epoch != b.pending.partition_epoch:
+        new = done  # no longer leads, or learned newer metadata since sending: ignore the response
     elif r.status == ACCEPTED and r.leader_epoch == b.known_leader_epoch:
         new = done._replace(known_isr=r.isr, known_partition_epoch=r.partition_epoch, maximal_isr=r.isr)
-    elif r.status == INELIGIBLE_REPLICA and b.known_partition_epoch == b.pending.partition_epoch:
+    elif r.status == INELIGIBLE_REPLICA:
         new = done._replace(maximal_isr=b.known_isr)
     else:
         new = b._replace(response=Response(AWAITING_METADATA, 0, 0, 0))

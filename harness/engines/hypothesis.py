@@ -1,0 +1,168 @@
+"""Hypothesis stateful testing, generated from any model.
+
+`build_machine(model)` returns a `hypothesis.stateful.RuleBasedStateMachine` subclass with no
+per-model code:
+
+* `@initialize`: pick one of the model's initial states;
+* one Hypothesis `@rule` per model rule, guarded by a `@precondition` "some action of this rule is
+  enabled", which draws its parameters among the *enabled* actions only (no wasted runs);
+* one `@invariant` per model invariant, plus a deadlock check when the spec asks for one.
+
+The machine records the model's action labels, so the shrunk failing run maps to the model's
+own steps and becomes an ITF trace (same format as BFS) that `harness replay` reproduces.
+
+Settings profiles (registered on import): `ci` (derandomized, no database: the same run every
+time), `nightly` (many examples), `dev` (random, with the example database in `.hypothesis/`).
+"""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import HealthCheck, Verbosity, settings
+from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.errors import Flaky
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+
+from harness.model import Model
+from harness.result import CheckResult, Violation
+from harness.trace import Outcome
+
+_COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+               verbosity=Verbosity.quiet)
+PROFILES = {
+    "ci": dict(max_examples=300, stateful_step_count=40, derandomize=True, database=None, print_blob=False, **_COMMON),
+    "nightly": dict(max_examples=20_000, stateful_step_count=80, database=None, **_COMMON),
+    "dev": dict(max_examples=500, stateful_step_count=50, database=DirectoryBasedExampleDatabase(".hypothesis/examples"),
+                **_COMMON),
+}
+for _name, _values in PROFILES.items():
+    settings.register_profile(f"harness-{_name}", **_values)
+
+
+class PropertyViolated(AssertionError):
+    """Raised inside the machine; carries the outcome so the engine can name the property."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(f"{outcome.kind} {outcome.property or ''}".strip())
+        self.outcome = outcome
+
+
+def build_machine(model: Model) -> type[RuleBasedStateMachine]:
+    """A RuleBasedStateMachine class exploring `model`; `Machine.runs` keeps the last run's steps."""
+    inits = model.init_states()
+    by_rule: dict[str, list[int]] = {}
+    for index, r in enumerate(model.action_rule):
+        by_rule.setdefault(model.rule_names[r], []).append(index)
+
+    namespace: dict = {"model": model, "last_run": None}
+
+    @initialize(index=st.integers(0, len(inits) - 1))
+    def start(self, index):
+        self.state = inits[index]
+        self.states, self.actions = [self.state], [None]
+        type(self).last_run = self
+        self._enabled = None
+
+    namespace["start"] = start
+
+    def enabled(self) -> dict[str, list[tuple[int, tuple]]]:
+        """Enabled actions of the current state, grouped by rule (computed once per state)."""
+        if self._enabled is None:
+            groups: dict[str, list[tuple[int, tuple]]] = {}
+            for index, nxt in model.successors(self.state):
+                groups.setdefault(model.rule_names[model.action_rule[index]], []).append((index, nxt))
+            self._enabled = groups
+        return self._enabled
+
+    namespace["enabled"] = enabled
+
+    def make_rule(rule_name: str):
+        @precondition(lambda self: hasattr(self, "state") and rule_name in self.enabled())
+        @rule(data=st.data())
+        def take(self, data):
+            index, nxt = data.draw(st.sampled_from(self.enabled()[rule_name]), label=rule_name)
+            self.state = nxt
+            self.states.append(nxt)
+            self.actions.append(model.actions[index])
+            self._enabled = None
+
+        take.__name__ = rule_name
+        return take
+
+    for name in by_rule:
+        namespace[f"rule_{name}"] = make_rule(name)
+
+    @precondition(lambda self: hasattr(self, "state") and not self.enabled())
+    @rule()
+    def quiescent(self):
+        """No action is enabled (a final state): Hypothesis needs some rule to run; this one does nothing."""
+
+    namespace["when_nothing_is_enabled"] = quiescent
+
+    def make_invariant(name: str):
+        @invariant()
+        def check(self):
+            if hasattr(self, "state") and not model.holds(name, self.state):
+                raise PropertyViolated(Outcome("invariant", name))
+
+        check.__name__ = f"invariant_{name}"
+        return check
+
+    for name in model.invariant_names:
+        namespace[f"invariant_{name}"] = make_invariant(name)
+
+    if model.check_deadlock:
+        @invariant()
+        def no_deadlock(self):
+            if hasattr(self, "state") and not self.enabled() and not model.quiescent(self.state):
+                raise PropertyViolated(Outcome("deadlock"))
+
+        namespace["invariant_no_deadlock"] = no_deadlock
+
+    return type(f"{model.name.capitalize()}Machine", (RuleBasedStateMachine,), namespace)
+
+
+def profile_settings(profile: str, examples: int | None = None, steps: int | None = None) -> settings:
+    if profile not in PROFILES:
+        from harness.errors import BadInput
+        raise BadInput(f"unknown Hypothesis profile {profile!r} (known: {', '.join(PROFILES)})")
+    values = dict(PROFILES[profile])
+    if examples is not None:
+        values["max_examples"] = examples
+    if steps is not None:
+        values["stateful_step_count"] = steps
+    return settings(**values)
+
+
+def explore(model: Model, *, profile: str = "ci", examples: int | None = None, steps: int | None = None,
+            seed: int = 0) -> CheckResult:
+    """Run the generated state machine; a failure becomes a shrunk, replayable Violation."""
+    machine = build_machine(model)
+    chosen = profile_settings(profile, examples, steps)
+    if not chosen.derandomize:
+        machine._hypothesis_internal_use_seed = seed
+    started = time.monotonic()
+    violations: list[Violation] = []
+    note = None
+    try:
+        run_state_machine_as_test(machine, settings=chosen)
+    except PropertyViolated as exc:
+        run = machine.last_run
+        violations.append(Violation(exc.outcome, list(run.states), list(run.actions)))
+    except Flaky as exc:  # pragma: no cover - models are deterministic; reported, not hidden
+        note = f"Hypothesis reported a flaky failure: {exc}"
+    elapsed = time.monotonic() - started
+    stats = {"seconds": round(elapsed, 3), "profile": profile, "max_examples": chosen.max_examples,
+             "max_steps": chosen.stateful_step_count, "seed": None if chosen.derandomize else seed,
+             "derandomized": chosen.derandomize}
+    result = CheckResult("hypothesis", complete=not violations, violations=violations, stats=stats)
+    if note:
+        result.warnings.append(note)
+    if violations:
+        result.stopped_by = "violation"
+        stats["trace_length"] = violations[0].depth
+    return result
+
+

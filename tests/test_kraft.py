@@ -1,0 +1,225 @@
+"""The `kraft` model: seed 000 §4.4 examples through the rules, Kafka's controller logic case by
+case against reference/kafka-controller-semantics.md, variants, mutations and the corpus."""
+
+from pathlib import Path
+
+import pytest
+
+from harness.engines import bfs
+from harness.model import Action
+from harness.registry import load_spec
+from harness.trace import read_trace
+from specs.kraft import controller as ctl
+from specs.kraft.controller import Partition, Rules, mask
+from tests.conftest import ROOT
+
+SPEC = load_spec("kraft")
+
+
+def model(preset="tiny", settings=(), variants=(), mutation=None):
+    return SPEC.bind(SPEC.config(preset, settings, variants, mutation))
+
+
+def step(m, s, rule, **params):
+    """Apply one rule through the model (as an engine would); fail if it is not enabled."""
+    action = Action(rule, tuple(params.items()))
+    assert action in m.action_index, f"unknown action {action}"
+    nxt = m.apply(s, action)
+    assert nxt is not None, f"{action} is not enabled"
+    assert not m.violated(nxt), m.violated(nxt)
+    return nxt
+
+
+def with_epochs(s, leader_epoch, partition_epoch):
+    """The documents start from LeaderEpoch=1, PartitionEpoch=2: set it, and let the brokers know."""
+    p = s.partition._replace(leader_epoch=leader_epoch, partition_epoch=partition_epoch)
+    brokers = tuple(b._replace(known_leader_epoch=leader_epoch, known_partition_epoch=partition_epoch)
+                    if b.known_partition_epoch else b for b in s.brokers)
+    return s._replace(partition=p, brokers=brokers)
+
+
+def shape(p: Partition) -> dict:
+    """The fields seed 000 §4.4 lists."""
+    return {"Replicas": list(p.replicas), "ISR": ctl.members(p.isr), "Leader": p.leader or -1,
+            "LeaderEpoch": p.leader_epoch, "PartitionEpoch": p.partition_epoch,
+            "Adding": ctl.members(p.adding), "Removing": ctl.members(p.removing)}
+
+
+def catch_up_and_add(m, s, leader, follower, new_leader=0):
+    """Replica `follower` learns, fetches in this leader epoch, and the leader's AlterPartition adds it."""
+    s = step(m, s, "learn_metadata", broker=follower) if s.brokers[follower - 1].known_partition_epoch != s.partition.partition_epoch else s
+    s = step(m, s, "fetch", follower=follower)
+    s = step(m, s, "propose_isr_expansion", leader=leader, follower=follower)
+    return s, step(m, s, "handle_alter_partition", leader=leader, new_leader=new_leader)
+
+
+def test_seed_example_1_moving_one_replica():
+    """Seed 000 §4.4.1: [1,2,3] -> [1,2,4] while broker 3 is impaired."""
+    m = model(settings=["brokers=4", "replicas=[1,2,3]", "isr=[1,2]", "leader=1", "targets=[[1,2,4]]"])
+    s = with_epochs(m.init_states()[0], 1, 2)
+    assert shape(s.partition) == {"Replicas": [1, 2, 3], "ISR": [1, 2], "Leader": 1, "LeaderEpoch": 1,
+                                  "PartitionEpoch": 2, "Adding": [], "Removing": []}
+    s = step(m, s, "alter_partition_reassignments", target=0, new_leader=0)
+    assert shape(s.partition) == {"Replicas": [1, 2, 3, 4], "ISR": [1, 2], "Leader": 1, "LeaderEpoch": 1,
+                                  "PartitionEpoch": 3, "Adding": [4], "Removing": [3]}
+    s = step(m, s, "learn_metadata", broker=1)
+    before, s = catch_up_and_add(m, s, leader=1, follower=4)
+    # catch-up and completion in one atomic change: one partition-epoch bump, one leader-epoch bump
+    assert shape(s.partition) == {"Replicas": [1, 2, 4], "ISR": [1, 2, 4], "Leader": 1, "LeaderEpoch": 2,
+                                  "PartitionEpoch": 4, "Adding": [], "Removing": []}
+    # the leader stays, so no other leader pick is legal
+    picks = {m.actions[i].params: t.partition.leader for i, t in m.successors(before)
+             if m.actions[i].rule == "handle_alter_partition"}
+    assert set(picks.values()) == {1}
+
+
+def test_seed_example_2_reducing_replication_factor():
+    """Seed 000 §4.4.2: RF 5 -> 3 with MinISR 2, while the ISR is [4,5] and 5 leads."""
+    m = model(settings=["brokers=5", "replicas=[1,2,3,4,5]", "isr=[4,5]", "leader=5", "targets=[[1,2,3]]",
+                        "min_isr=2"])
+    s = with_epochs(m.init_states()[0], 1, 2)
+    s = step(m, s, "alter_partition_reassignments", target=0, new_leader=0)
+    # the final ISR would be empty: started, not completed
+    assert shape(s.partition) == {"Replicas": [1, 2, 3, 4, 5], "ISR": [4, 5], "Leader": 5, "LeaderEpoch": 1,
+                                  "PartitionEpoch": 3, "Adding": [], "Removing": [4, 5]}
+    s = step(m, s, "learn_metadata", broker=5)
+    _, s = catch_up_and_add(m, s, leader=5, follower=1)
+    assert shape(s.partition) == {"Replicas": [1, 2, 3, 4, 5], "ISR": [1, 4, 5], "Leader": 5, "LeaderEpoch": 1,
+                                  "PartitionEpoch": 4, "Adding": [], "Removing": [4, 5]}
+    s = step(m, s, "handle_alter_partition_response", leader=5)
+    before, _ = catch_up_and_add(m, s, leader=5, follower=2, new_leader=2)
+    outcomes = {m.actions[i].params: t.partition for i, t in m.successors(before)
+                if m.actions[i].rule == "handle_alter_partition"}
+    leaders = {p.leader for p in outcomes.values()}
+    assert leaders == {1, 2}, "any member of the new ISR [1,2] may lead, and nothing else"
+    final = outcomes[(("leader", 5), ("new_leader", 2))]
+    assert shape(final) == {"Replicas": [1, 2, 3], "ISR": [1, 2], "Leader": 2, "LeaderEpoch": 2,
+                            "PartitionEpoch": 5, "Adding": [], "Removing": []}
+
+
+# ------------------------------------------------------------- Kafka controller, case by case
+
+ELR_OFF = Rules(min_isr=1, elr=False, unclean=False)
+ALL = mask(range(0, 12))
+
+
+def part(replicas, isr, leader, adding=(), removing=(), le=1, pe=1, elr=(), lkl=()):
+    return Partition(tuple(replicas), mask(isr), mask(elr), mask(lkl), leader, le, pe, mask(adding), mask(removing), False)
+
+
+@pytest.mark.parametrize("current, target, merged, adding, removing", [
+    ([3, 2, 1, 10], [7, 3, 1, 9], [7, 3, 1, 9, 2, 10], [7, 9], [2, 10]),  # §1 (ids shifted: 0 -> 10)
+    ([3, 2, 1, 10], [3, 1], [3, 1, 2, 10], [], [2, 10]),
+    ([2, 3, 10, 1], [4, 5], [4, 5, 1, 2, 3, 10], [4, 5], [1, 2, 3, 10]),  # previously-adding become removing
+])
+def test_kafka_growth_merges_target_then_removing(current, target, merged, adding, removing):
+    p = part(current, [current[0]], current[0])
+    new = ctl.kafka_reassign(p, tuple(target), ELR_OFF, ALL)
+    assert list(new.replicas) == merged
+    assert ctl.members(new.adding) == sorted(adding) and ctl.members(new.removing) == sorted(removing)
+    assert new.leader == p.leader and new.isr == p.isr
+    assert new.leader_epoch == p.leader_epoch and new.partition_epoch == p.partition_epoch + 1
+
+
+def test_kafka_cancel_keeps_merged_order():
+    """§5: bar [4,3,2] reassigned to [1,2,3,4,10] then cancelled gives [2,3,4]."""
+    p = part([4, 3, 2], [4, 3, 2], 4)
+    grown = ctl.kafka_reassign(p, (1, 2, 3, 4, 10), ELR_OFF, ALL)
+    reverted = ctl.kafka_cancel(grown, ELR_OFF, ALL)
+    assert list(reverted.replicas) == [2, 3, 4] and reverted.adding == reverted.removing == 0
+    assert reverted.leader_epoch == grown.leader_epoch + 1
+
+
+def test_kafka_reference_section_10_rows():
+    unclean = Rules(min_isr=1, elr=False, unclean=True)
+    # cancel needing an unclean revert, replicas[0] alive: a clean pick of 3, no recovery
+    p = part([4, 5, 3, 2, 1], [4, 5], 4, adding=[4, 5], removing=[2])
+    r = ctl.kafka_cancel(p, unclean, ALL)
+    assert (list(r.replicas), ctl.members(r.isr), r.leader, r.recovering) == ([3, 2, 1], [3], 3, False)
+    # same with broker 3 dead: a real unclean election of 2
+    r = ctl.kafka_cancel(p, unclean, ALL & ~(1 << 3))
+    assert (ctl.members(r.isr), r.leader, r.recovering) == ([2], 2, True)
+    # without unclean election the revert is refused
+    assert ctl.kafka_cancel(p, ELR_OFF, ALL) is None
+    # cancel while the leader is an adding replica
+    p = part([2, 3, 10, 1], [10, 1, 2], 2, adding=[2, 3], removing=[10, 1])
+    r = ctl.kafka_cancel(p, ELR_OFF, ALL)
+    assert (list(r.replicas), ctl.members(r.isr), r.leader, r.leader_epoch) == ([10, 1], [1, 10], 10, 2)
+    # AlterPartition completes and the leader survives: same leader, LE+1
+    p = part([1, 2, 3, 4], [1, 2, 3], 2, adding=[4], removing=[1])
+    r = ctl.kafka_build(p, ELR_OFF, ALL, target_isr=mask([1, 2, 3, 4]))
+    assert (list(r.replicas), ctl.members(r.isr), r.leader, r.leader_epoch) == ([2, 3, 4], [2, 3, 4], 2, 2)
+    # a new reassignment back to the original while one is ongoing
+    p = part([10, 2, 1, 3], [3, 2, 1], 3, adding=[10], removing=[3])
+    r = ctl.kafka_reassign(p, (3, 2, 1), ELR_OFF, ALL)
+    assert (list(r.replicas), r.adding, r.removing, r.leader_epoch) == ([3, 2, 1], 0, 0, 2)
+    p = part([10, 2, 1, 3], [3, 2], 3, adding=[10], removing=[3])
+    r = ctl.kafka_reassign(p, (3, 2, 1), ELR_OFF, ALL)
+    assert (list(r.replicas), ctl.members(r.removing), ctl.members(r.adding)) == ([3, 2, 1, 10], [10], [10])
+    # ELR on, completion leaves |ISR| < minIsr: ELR keeps replicas that are no longer replicas
+    elr3 = Rules(min_isr=3, elr=True, unclean=False)
+    p = part([3, 4, 1, 2], [1, 2, 3], 3, adding=[4], removing=[1, 2])
+    r = ctl.kafka_build(p, elr3, ALL, target_isr=mask([1, 2, 3, 4]))
+    assert (list(r.replicas), ctl.members(r.isr), r.leader, ctl.members(r.elr)) == ([3, 4], [3, 4], 3, [1, 2])
+    r = ctl.kafka_build(p, Rules(min_isr=2, elr=True, unclean=False), ALL, target_isr=mask([1, 2, 3, 4]))
+    assert r.elr == 0
+
+
+def test_kafka_election_order_and_elr():
+    elr = Rules(min_isr=2, elr=True, unclean=False)
+    # fencing the leader: the first valid replica in replica order, not the lowest id
+    p = part([3, 1, 2], [1, 2, 3], 2)
+    r = ctl.kafka_build(p, elr, ALL & ~(1 << 2), target_isr=mask([1, 3]))
+    assert r.leader == 3 and r.leader_epoch == 2
+    # the ISR drops below MinISR: the leaver joins the ELR; an empty ISR elects from the ELR
+    p = part([1, 2], [1, 2], 1)
+    r = ctl.kafka_build(p, elr, ALL & ~(1 << 2), target_isr=mask([1]))
+    assert (ctl.members(r.isr), ctl.members(r.elr), r.leader) == ([1], [2], 1)
+    r2 = ctl.kafka_build(r, elr, ALL & ~(1 << 2) & ~(1 << 1), target_isr=0)
+    assert (r2.isr, ctl.members(r2.elr), r2.leader, ctl.members(r2.last_known_elr)) == (0, [1, 2], 0, [1])
+    r3 = ctl.kafka_build(r2, elr, ALL & ~(1 << 1), target_isr=0)  # broker 2 unfenced: an ELR election
+    assert (ctl.members(r3.isr), ctl.members(r3.elr), r3.leader) == ([2], [1], 2)
+    # without ELR an empty ISR is not written: the last replica stays
+    r = ctl.kafka_build(part([1, 2], [1], 1), ELR_OFF, ALL & ~(1 << 1), target_isr=0)
+    assert (ctl.members(r.isr), r.leader) == ([1], 0)
+
+
+# ------------------------------------------------------------------------ variants, mutations
+
+@pytest.mark.parametrize("variants", [[], ["completion=kafka"], ["unclean=true"], ["completion=kafka", "unclean=true"],
+                                      ["elr=false"], ["completion=kafka", "elr=false"]])
+def test_tiny_exhausts_without_violation_for_each_variant(variants):
+    r = bfs.explore(model("tiny", variants=variants))
+    assert r.complete and not r.violations and r.stats["distinct"] > 500
+    # tiny has no faults, so a partition never becomes leaderless: only clean_election may stay idle
+    assert [w for w in r.warnings if "clean_election" not in w] == [], r.warnings
+
+
+@pytest.mark.parametrize("preset, prop", [("unclean-election-loss", "NoAckedRecordLost"),
+                                          ("last-replica-standing", "LeaderCandidateCompleteness")])
+def test_known_unsafe_configurations_lose_data(preset, prop):
+    """The committed shortest trace of each known-unsafe configuration ends in a state violating `prop`."""
+    [path] = (ROOT / "counterexamples").glob(f"kraft-{preset}-*.itf.json")
+    trace = read_trace(path)
+    assert trace.meta["preset"] == preset
+    assert not trace.model.holds(prop, trace.states[-1])
+    assert all(not trace.model.violated(s) for s in trace.states[:-1])
+
+
+def test_every_mutation_is_caught_with_the_committed_shortest_trace():
+    corpus = ROOT / "counterexamples"
+    for mutation in SPEC.mutations:
+        m = model("ci", mutation=mutation)
+        r = bfs.explore(m)
+        assert r.violations, f"mutation {mutation} survived"
+        v = r.violations[0]
+        committed = [read_trace(p) for p in corpus.glob(f"kraft-ci-{mutation}-*.itf.json")]
+        assert len(committed) == 1, mutation
+        assert committed[0].meta["outcome"]["property"] == v.outcome.property
+        assert len(committed[0].states) == len(v.states), f"{mutation}: shortest length changed"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "counterexamples").glob("*.itf.json")), ids=lambda p: p.name)
+def test_committed_counterexamples_replay(cli, path):
+    code, out, err = cli("replay", path)
+    assert code == 0, out + err
