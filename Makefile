@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test ci bench clean counterexamples
+.PHONY: run test ci ci-baseline bench clean counterexamples
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,8 +18,11 @@ run: $(STAMP)  ## the main job
 test: $(STAMP)
 	$(PY) -m pytest
 
-ci: $(STAMP)
-	$(PY) -m pytest
+ci: $(STAMP)  ## the CI gate (ci/gate.py): pytest, ci exhaustion, mutation adequacy, corpus replay, Hypothesis, baseline
+	$(PY) ci/gate.py
+
+ci-baseline: $(STAMP)  ## rewrite ci/baseline.json from the current models
+	$(PY) ci/gate.py --write-baseline
 
 bench: $(STAMP)
 	$(PY) bench/bfs_bench.py

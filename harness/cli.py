@@ -19,7 +19,7 @@ from harness.errors import BadInput
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
-ENGINES = ("bfs", "hypothesis", "graph")
+ENGINES = ("bfs", "hypothesis", "graph", "spark")
 
 
 def _fail(message: str) -> None:
@@ -87,8 +87,13 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--profile", default="ci", show_default=True, help="hypothesis: settings profile (ci, nightly, dev)")
 @click.option("--examples", type=click.IntRange(min=1), default=None, help="hypothesis: runs to generate")
 @click.option("--steps", type=click.IntRange(min=1), default=None, help="hypothesis: steps per run")
+@click.option("--master", default="local[*]", show_default=True, help="spark: master URL ('' under spark-submit)")
+@click.option("--partitions", type=click.IntRange(min=1), default=None, help="spark: shards (default: cores)")
+@click.option("--checkpoint", default=None, help="spark: checkpoint directory (default under checkpoints/)")
+@click.option("--resume", is_flag=True, help="spark: continue from the checkpoint")
 def check(spec_name, preset, settings, variants, mutation, engine, out, as_json, seed, exact, no_deadlock,
-          max_states, max_depth, time_limit, keep_going, quiet, profile, examples, steps) -> None:
+          max_states, max_depth, time_limit, keep_going, quiet, profile, examples, steps, master, partitions,
+          checkpoint, resume) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation."""
     from harness.check import exit_code, summary, write_counterexamples
     from harness.engines import bfs
@@ -99,7 +104,14 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
     model = spec.bind(cfg)
     if no_deadlock:
         model.check_deadlock = False
-    if engine == "graph":
+    if engine == "spark":
+        from harness.engines import spark
+
+        with _progress(quiet, "exploring with Spark ...") as progress:
+            result = spark.explore(model, master=master or None, partitions=partitions, checkpoint=checkpoint,
+                                   resume=resume, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
+                                   check_deadlock=not no_deadlock, progress=progress)
+    elif engine == "graph":
         from harness.engines import graph
 
         with _progress(quiet, "building the state graph ...") as progress:

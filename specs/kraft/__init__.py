@@ -151,6 +151,10 @@ PRESETS = {
     # Known-unsafe configurations (expected counterexamples, see `expected` below).
     "unclean-election-loss": {"unclean": True, "max_faults": 2},
     "last-replica-standing": {"elr": False, "max_unclean_shutdowns": 2},
+    # Beyond BFS reach, for the Hypothesis engine: 6 brokers, RF 5, two reassignments and faults.
+    "large": {"brokers": 6, "replicas": [1, 2, 3, 4, 5], "isr": [1, 2, 3, 4, 5], "min_isr": 3,
+              "targets": [[1, 2, 3, 4, 6], [2, 3, 4, 5, 6]], "max_reassignments": 2, "max_records": 3, "max_faults": 2,
+              "max_unclean_shutdowns": 1, "max_shrinks": 1},
     "nightly": {"brokers": 4, "replicas": [1, 2, 3], "isr": [1, 2, 3], "targets": [[1, 2, 4], [3, 4]],
                 "max_records": 2, "max_unclean_shutdowns": 1, "max_shrinks": 1},
 }

@@ -1,0 +1,171 @@
+"""The CI gate: what a protocol change must pass before it merges (run by `make ci`).
+
+Steps (each deterministic): pytest; BFS exhaustion of each model's `ci` config for its default
+variants (must find nothing); mutation adequacy (every declared mutation caught at its config; a
+survivor names the rule whose loss went unnoticed); replay of every trace in counterexamples/;
+the Hypothesis `ci` profile on each model; a comparison with ci/baseline.json (distinct states
+and per-rule coverage per model and config) printed as a table, where a rule that stops firing
+fails the gate. `--write-baseline` rewrites the baseline (`make ci-baseline`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from harness.corpus import all_cases, run_case  # noqa: E402
+from harness.engines import bfs  # noqa: E402
+from harness.engines import hypothesis as hyp  # noqa: E402
+from harness.registry import load_spec, spec_names  # noqa: E402
+from harness.replay import replay  # noqa: E402
+from harness.trace import read_trace, trace_filename, write_trace  # noqa: E402
+
+BASELINE = ROOT / "ci" / "baseline.json"
+console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def exhaust_ci(names: list[str], failures: list[str], out: Path) -> dict:
+    measured = {}
+    for name in names:
+        spec = load_spec(name)
+        if "ci" not in spec.presets:
+            continue
+        model = spec.bind(spec.config("ci"))
+        t = time.monotonic()
+        r = bfs.explore(model)
+        measured[f"{name}/ci"] = {"distinct": r.stats["distinct"], "depth": r.stats["depth"],
+                                  "coverage": {k: v["distinct"] for k, v in r.coverage.items()}}
+        console.print(f"  {name}/ci: {r.stats['distinct']:,} states, depth {r.stats['depth']}, "
+                      f"{time.monotonic() - t:.1f} s, {r.outcome}")
+        for v in r.violations:
+            path = out / trace_filename(model, v.outcome, "bfs")
+            write_trace(path, model, v.states, v.actions, v.outcome, "bfs")
+            failures.append(f"{name}/ci violates {v.outcome.property} ({v.depth} steps): {path}")
+        if not r.complete:
+            failures.append(f"{name}/ci was not exhausted ({r.stopped_by})")
+    return measured
+
+
+def mutation_adequacy(names: list[str], failures: list[str]) -> None:
+    for case in all_cases(names):
+        model, r = run_case(case)
+        if case.mutation == "none":
+            ok = bool(r.violations)
+            what = "expected violation" if ok else "expected violation NOT found"
+        else:
+            ok = bool(r.violations)
+            rule = case.why.split(":")[0]
+            what = f"caught by {r.violations[0].outcome.property} in {r.violations[0].depth} steps" if ok else \
+                f"SURVIVED: nothing noticed the loss of the check in rule {rule}"
+        console.print(f"  {case.label}: {what}")
+        if not ok:
+            failures.append(f"{case.label}: {what}")
+
+
+def replay_corpus(failures: list[str]) -> None:
+    paths = sorted((ROOT / "counterexamples").glob("*.itf.json"))
+    for path in paths:
+        report = replay(read_trace(path))
+        if not report.ok:
+            failures.append(f"{path.name} no longer reproduces: {report.message}")
+    console.print(f"  {len(paths)} traces replayed")
+
+
+def hypothesis_ci(names: list[str], failures: list[str], out: Path) -> None:
+    for name in names:
+        spec = load_spec(name)
+        preset = "large" if "large" in spec.presets else "ci"
+        model = spec.bind(spec.config(preset))
+        r = hyp.explore(model, profile="ci")
+        console.print(f"  {name}/{preset}: {r.stats['max_examples']} runs x {r.stats['max_steps']} steps, "
+                      f"{r.stats['seconds']:.1f} s, {r.outcome}")
+        for v in r.violations:
+            path = out / trace_filename(model, v.outcome, "hypothesis")
+            write_trace(path, model, v.states, v.actions, v.outcome, "hypothesis")
+            failures.append(f"{name}/{preset} (hypothesis) violates {v.outcome.property}: {path}")
+
+
+def compare_baseline(measured: dict, failures: list[str]) -> None:
+    if not BASELINE.exists():
+        console.print("  no baseline yet (make ci-baseline)")
+        return
+    base = json.loads(BASELINE.read_text())
+    table = Table("model/config", "what", "baseline", "now", "change", box=None, padding=(0, 2))
+    for key, now in measured.items():
+        old = base.get(key)
+        if old is None:
+            table.add_row(key, "distinct states", "-", f"{now['distinct']:,}", "new")
+            continue
+        if old["distinct"] != now["distinct"]:
+            delta = now["distinct"] - old["distinct"]
+            table.add_row(key, "distinct states", f"{old['distinct']:,}", f"{now['distinct']:,}",
+                          f"{delta:+,} ({delta / old['distinct']:+.1%})")
+        for rule in sorted(set(old["coverage"]) | set(now["coverage"])):
+            a, b = old["coverage"].get(rule), now["coverage"].get(rule)
+            if a != b:
+                table.add_row(key, f"rule {rule}", "-" if a is None else f"{a:,}", "-" if b is None else f"{b:,}",
+                              "STOPPED FIRING" if a and not b else ("new rule" if a is None else f"{(b or 0) - a:+,}"))
+                if a and not b:
+                    failures.append(f"{key}: rule {rule} stopped firing (baseline {a:,} states)")
+    if table.row_count:
+        console.print(table)
+    else:
+        console.print("  state space identical to the baseline")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write-baseline", action="store_true")
+    ap.add_argument("--skip-pytest", action="store_true")
+    ap.add_argument("--out", default="traces/gate")
+    args = ap.parse_args()
+    names = spec_names()
+    out = ROOT / args.out
+    failures: list[str] = []
+    started = time.monotonic()
+    if args.write_baseline:
+        measured = exhaust_ci(names, failures, out)
+        BASELINE.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
+        console.print(f"wrote {BASELINE}")
+        return 0
+    steps = []
+    if not args.skip_pytest:
+        steps.append(("pytest", lambda: subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=ROOT).returncode == 0
+                      or failures.append("pytest failed")))
+    measured: dict = {}
+
+    def exhaust():
+        measured.update(exhaust_ci(names, failures, out))
+
+    steps += [("BFS exhaustion of the ci configs", exhaust),
+              ("mutation adequacy", lambda: mutation_adequacy(names, failures)),
+              ("replay of counterexamples/", lambda: replay_corpus(failures)),
+              ("Hypothesis ci profile", lambda: hypothesis_ci(names, failures, out)),
+              ("comparison with ci/baseline.json", lambda: compare_baseline(measured, failures))]
+    for title, fn in steps:
+        t = time.monotonic()
+        console.print(f"[bold]{title}[/bold]")
+        fn()
+        console.print(f"  ({time.monotonic() - t:.1f} s)")
+    console.print(f"gate: {time.monotonic() - started:.0f} s")
+    if failures:
+        console.print("[red]GATE FAILED[/red]")
+        for f in failures:
+            console.print(f"  - {f}")
+        return 1
+    console.print("[green]gate passed[/green]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

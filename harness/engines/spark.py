@@ -1,0 +1,410 @@
+"""Exhaustive exploration with PySpark: fingerprint-owned shards, one exchange per BFS level.
+
+Design (measurements in docs/ARCHITECTURE.md, prior art in ../shared/reference/spark-exploration-notes.md):
+
+* Shard p owns the states whose mixed fingerprint is p modulo P (`owner`, one explicit function).
+* Strictly level-synchronous: level k of shard p is processed by one task, `process_shard`,
+  which deduplicates its incoming candidates (np.unique, then against its sorted visited array),
+  records parents of the new states, checks invariants on them, expands them, and emits one block
+  of children per destination shard. One `partitionBy` per level moves the blocks; each
+  destination writes its next frontier as parquet. Counterexamples are therefore shortest.
+* Every file a task writes depends only on the previous level's files, so a retried or re-run
+  task writes the same bytes: a run killed at any moment resumes (`--resume`) from the last
+  completed level and ends with exactly the results of an uninterrupted run.
+* Levels with small frontiers run in the driver (the same `process_shard`), while the
+  SparkSession starts in a background thread; shallow bugs are found before Spark is up.
+* Determinism: among duplicate candidates the smallest (parent, action) wins; among violations
+  of a property at its first level, the smallest fingerprint. Neither depends on P.
+
+Checkpoint layout (DIR): state.json (job identity, last completed level, totals), and per level
+k: frontier/k/shard-p.parquet, visited/k/shard-p.npy, parents/k/shard-p.parquet,
+stats/k/shard-p.json. Executors must see DIR (local mode: always; a cluster: a shared path).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness.errors import BadInput
+from harness.model import Model, config_digest, config_to_dict, mix64, preset_of
+from harness.result import CheckResult
+from harness.trace import Outcome
+
+SMALL_LEVEL = 20_000  # frontiers below this many candidates are expanded in the driver
+INIT_ACTION = -1
+FORMAT = "kraft-harness-spark-checkpoint/1"
+
+_FRONTIER_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("state", pa.binary())])
+_PARENT_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32())])
+
+
+def owner(fp: int, shards: int) -> int:
+    return mix64(fp) % shards
+
+
+# --------------------------------------------------------------------------- the shard worker
+
+_MODELS: dict[str, Model] = {}
+
+
+def _model(job: dict) -> Model:
+    """Rebuild the model in this process (executors get the job as plain data, never a pickle of it)."""
+    key = json.dumps([job["spec"], job["config"], job["preset"]], sort_keys=True)
+    m = _MODELS.get(key)
+    if m is None:
+        from harness.registry import load_spec
+
+        spec = load_spec(job["spec"])
+        m = spec.bind(spec.config_from_dict(job["config"], preset=job["preset"]))
+        m.check_deadlock = job["check_deadlock"]
+        _MODELS[key] = m
+    return m
+
+
+def _path(job: dict, kind: str, level: int, shard: int | None = None, ext: str = "parquet") -> Path:
+    base = Path(job["dir"]) / kind / str(level)
+    return base if shard is None else base / f"shard-{shard}.{ext}"
+
+
+def _write_atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
+    """Dedupe, record, check and expand shard `shard`'s candidates of `level`; return child blocks."""
+    model = _model(job)
+    shards = job["shards"]
+    src = _path(job, "frontier", level, shard)
+    table = pq.read_table(src) if src.exists() else _FRONTIER_SCHEMA.empty_table()
+    fps = table.column("fp").to_numpy() if table.num_rows else np.empty(0, np.int64)
+    parents = table.column("parent").to_numpy() if table.num_rows else np.empty(0, np.int64)
+    actions = table.column("action").to_numpy() if table.num_rows else np.empty(0, np.int32)
+    blobs = table.column("state").to_pylist() if table.num_rows else []
+    # deterministic dedupe: per fingerprint keep the smallest (parent, action)
+    order = np.lexsort((actions, parents, fps))
+    fps, parents, actions = fps[order], parents[order], actions[order]
+    first = np.ones(len(fps), bool)
+    first[1:] = fps[1:] != fps[:-1]
+    prev_path = _path(job, "visited", level - 1, shard, "npy")
+    visited = np.load(prev_path) if level > 0 and prev_path.exists() else np.empty(0, np.int64)
+    pos = np.searchsorted(visited, fps)
+    seen = (pos < len(visited)) & (visited[np.minimum(pos, max(len(visited) - 1, 0))] == fps) if len(visited) else np.zeros(len(fps), bool)
+    new = first & ~seen
+    new_idx = order[new]
+    new_fps, new_parents, new_actions = fps[new], parents[new], actions[new]
+    def save_visited(p: Path) -> None:
+        with open(p, "wb") as fh:
+            np.save(fh, np.union1d(visited, new_fps).astype(np.int64))
+
+    _write_atomic(_path(job, "visited", level, shard, "npy"), save_visited)
+    _write_atomic(_path(job, "parents", level, shard),
+                  lambda p: pq.write_table(pa.table({"fp": new_fps, "parent": new_parents, "action": new_actions},
+                                                    schema=_PARENT_SCHEMA), p))
+    n_actions = len(model.actions)
+    gen_by_action = [0] * n_actions
+    new_by_action = [0] * n_actions
+    violations: dict[str, int] = {}
+    out: dict[int, tuple[list, list, list, list]] = {}
+    cfg = model.config
+    invariants = list(model.spec.invariants.items())
+    generated = 0
+    for i, fp, a in zip(new_idx.tolist(), new_fps.tolist(), new_actions.tolist()):
+        state = model.decode(blobs[i])
+        if a >= 0:
+            new_by_action[a] += 1
+        for name, inv in invariants:
+            if not inv(cfg, state) and (name not in violations or fp < violations[name]):
+                violations[name] = fp
+        successors = model.successors(state)
+        if not successors and model.check_deadlock and not model.quiescent(state):
+            if "Deadlock" not in violations or fp < violations["Deadlock"]:
+                violations["Deadlock"] = fp
+        generated += len(successors)
+        for index, t in successors:
+            gen_by_action[index] += 1
+            tf = hash(t)
+            block = out.get(o := owner(tf, shards))
+            if block is None:
+                block = out[o] = ([], [], [], [])
+            block[0].append(tf)
+            block[1].append(fp)
+            block[2].append(index)
+            block[3].append(model.encode(t))
+    stats = {"new": int(len(new_fps)), "generated": generated, "gen_by_action": gen_by_action,
+             "new_by_action": new_by_action, "violations": violations,
+             "children": sum(len(b[0]) for b in out.values())}
+    _write_atomic(_path(job, "stats", level, shard, "json"), lambda p: p.write_text(json.dumps(stats)))
+    return sorted(out.items())
+
+
+def write_frontier(job: dict, level: int, shard: int, blocks) -> int:
+    """Concatenate the blocks sent to `shard` into its frontier file for `level`."""
+    cols: tuple[list, list, list, list] = ([], [], [], [])
+    for block in blocks:
+        for c, values in zip(cols, block):
+            c.extend(values)
+    table = pa.table({"fp": pa.array(cols[0], pa.int64()), "parent": pa.array(cols[1], pa.int64()),
+                      "action": pa.array(cols[2], pa.int32()), "state": pa.array(cols[3], pa.binary())},
+                     schema=_FRONTIER_SCHEMA)
+    _write_atomic(_path(job, "frontier", level, shard), lambda p: pq.write_table(table, p))
+    return table.num_rows
+
+
+# ------------------------------------------------------------------------------- the session
+
+
+def check_master(master: str) -> None:
+    """Fail fast (exit 2) on a missing Java or an unreachable standalone master."""
+    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
+        raise BadInput("Spark needs Java: no `java` on PATH and JAVA_HOME is not set")
+    if master.startswith("spark://"):
+        for hostport in master[len("spark://"):].split(","):
+            url = urlparse(f"spark://{hostport}")
+            try:
+                socket.create_connection((url.hostname, url.port or 7077), timeout=5).close()
+            except OSError as exc:
+                raise BadInput(f"Spark master {master} is unreachable: {exc.strerror or exc}") from None
+    elif not (master.startswith("local") or master.startswith(("yarn", "k8s://", "mesos://"))):
+        raise BadInput(f"unknown Spark master URL {master!r} (local[*], spark://host:port, yarn, k8s://...)")
+
+
+def start_session(master: str | None):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("kafka-reassignment-harness")
+    if master:  # under spark-submit the master comes from spark-submit
+        builder = builder.master(master)
+    builder = builder.config("spark.ui.showConsoleProgress", "false").config("spark.python.worker.reuse", "true")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not spark.sparkContext.master.startswith("local"):
+        _ship_code(spark.sparkContext)
+    return spark
+
+
+def _ship_code(sc) -> None:
+    """On a cluster, executors import harness/specs/invariants from a zip the driver adds."""
+    root = Path(__file__).resolve().parents[2]
+    tmp = Path(tempfile.mkdtemp()) / "harness-code.zip"
+    with zipfile.ZipFile(tmp, "w") as z:
+        for pkg in ("harness", "specs", "invariants"):
+            for f in (root / pkg).rglob("*.py"):
+                z.write(f, f.relative_to(root))
+    sc.addPyFile(str(tmp))
+
+
+# ---------------------------------------------------------------------------------- the driver
+
+
+class Checkpoint:
+    def __init__(self, directory: Path, job: dict) -> None:
+        self.dir, self.job = directory, job
+        self.file = directory / "state.json"
+
+    def identity(self) -> dict:
+        j = self.job
+        return {"format": FORMAT, "spec": j["spec"], "digest": j["digest"], "shards": j["shards"],
+                "check_deadlock": j["check_deadlock"]}
+
+    def load(self) -> dict | None:
+        if not self.file.exists():
+            return None
+        try:
+            data = json.loads(self.file.read_text())
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"corrupt checkpoint {self.file}: {exc}") from None
+        if not isinstance(data, dict) or data.get("identity", {}).get("format") != FORMAT:
+            raise BadInput(f"{self.file} is not a checkpoint of this harness")
+        if data["identity"] != self.identity():
+            raise BadInput(f"checkpoint {self.dir} belongs to another job ({data['identity']['spec']}, "
+                           f"config {data['identity']['digest']}, {data['identity']['shards']} shards); "
+                           f"remove it or drop --resume")
+        for key in ("level", "totals"):
+            if key not in data:
+                raise BadInput(f"corrupt checkpoint {self.file}: missing {key!r}")
+        return data
+
+    def save(self, level: int, totals: dict) -> None:
+        _write_atomic(self.file, lambda p: p.write_text(json.dumps({"identity": self.identity(), "level": level,
+                                                                    "totals": totals}, indent=1)))
+
+
+def explore(model: Model, *, master: str | None = "local[*]", partitions: int | None = None,
+            checkpoint: str | None = None, resume: bool = False, max_depth: int | None = None,
+            time_limit: float | None = None, keep_going: bool = False, check_deadlock: bool = True,
+            progress=None, spark_levels_only: bool = False) -> CheckResult:
+    """Exhaustive BFS in shards. `spark_levels_only` forces every level through Spark (tests)."""
+    if master:
+        check_master(master)
+    started = time.monotonic()
+    cfg = model.config
+    shards = partitions or (os.cpu_count() or 2)
+    digest = config_digest(cfg)
+    directory = Path(checkpoint or f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{digest}")
+    job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "shards": shards,
+           "dir": str(directory.resolve()), "digest": digest, "check_deadlock": check_deadlock and model.check_deadlock}
+    ckpt = Checkpoint(directory, job)
+    state = ckpt.load() if resume else None
+    if resume and state is None and directory.exists() and any(directory.iterdir()):
+        raise BadInput(f"{directory} has no state.json: not a checkpoint (or a corrupt one)")
+    if state is None:
+        if directory.exists():
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+        init = model.init_states()
+        blocks: dict[int, list] = {}
+        for s in init:
+            fp = hash(s)
+            blocks.setdefault(owner(fp, shards), []).append(([fp], [0], [INIT_ACTION], [model.encode(s)]))
+        for p in range(shards):
+            write_frontier(job, 0, p, blocks.get(p, []))
+        level, totals = 0, {"distinct": 0, "generated": len(init), "states_per_depth": [],
+                            "gen_by_action": [0] * len(model.actions), "new_by_action": [0] * len(model.actions),
+                            "violations": {}, "spark_levels": 0, "driver_levels": 0}
+        ckpt.save(0, totals)
+    else:
+        level, totals = state["level"], state["totals"]
+
+    session: dict = {}
+
+    def boot():
+        try:
+            session["spark"] = start_session(master)
+        except Exception as exc:  # reported when Spark is first needed
+            session["error"] = exc
+
+    booter = threading.Thread(target=boot, daemon=True)
+    booter.start()
+    stopped_by = None
+    resumed_at = level
+    try:
+        while True:
+            if totals["violations"] and not keep_going:
+                stopped_by = "violation"
+                break
+            frontier = sum(pq.read_metadata(f).num_rows for f in _path(job, "frontier", level).glob("*.parquet"))
+            if frontier == 0:
+                break
+            if max_depth is not None and level > max_depth:
+                stopped_by = "max-depth"
+                break
+            if time_limit is not None and time.monotonic() - started > time_limit:
+                stopped_by = "time-limit"
+                break
+            if frontier < SMALL_LEVEL and not spark_levels_only:
+                by_owner: dict[int, list] = {}
+                for p in range(shards):
+                    for o, block in process_shard(job, level, p):
+                        by_owner.setdefault(o, []).append(block)
+                for p in range(shards):
+                    write_frontier(job, level + 1, p, by_owner.get(p, []))
+                totals["driver_levels"] += 1
+            else:
+                booter.join()
+                if "error" in session:
+                    raise BadInput(f"cannot start Spark ({master}): {str(session['error']).splitlines()[0]}")
+                _spark_level(session["spark"].sparkContext, job, level, shards)
+                totals["spark_levels"] += 1
+            _merge_stats(job, level, shards, totals)
+            level += 1
+            ckpt.save(level, totals)
+            _drop_consumed(job, level - 1)
+            if progress:
+                progress({"distinct": totals["distinct"], "generated": totals["generated"], "depth": level,
+                          "queue": frontier, "elapsed": time.monotonic() - started})
+    except KeyboardInterrupt:
+        raise BadInput(f"interrupted; resume with --resume --checkpoint {directory}") from None
+    elapsed = time.monotonic() - started
+    result = CheckResult("spark", complete=stopped_by is None, stopped_by=stopped_by)
+    for prop, (depth, fp) in sorted(totals["violations"].items(), key=lambda kv: (kv[1][0], kv[0])):
+        result.violations.append(_reconstruct(model, job, depth, fp, prop))
+    coverage = {r: {"distinct": 0, "generated": 0} for r in model.rule_names}
+    for index in range(len(model.actions)):
+        rule = model.rule_names[model.action_rule[index]]
+        coverage[rule]["distinct"] += totals["new_by_action"][index]
+        coverage[rule]["generated"] += totals["gen_by_action"][index]
+    result.coverage = coverage
+    result.stats = {"distinct": totals["distinct"], "generated": totals["generated"],
+                    "depth": len(totals["states_per_depth"]) - 1, "states_per_depth": totals["states_per_depth"],
+                    "seconds": round(elapsed, 3), "shards": shards, "spark_levels": totals["spark_levels"],
+                    "driver_levels": totals["driver_levels"], "resumed_at_level": resumed_at if resume else None,
+                    "checkpoint": str(directory), "master": master,
+                    "states_per_second": round(totals["distinct"] / elapsed) if elapsed else None}
+    for rule in result.never_fired():
+        result.warnings.append(f"rule {rule} never fired {'in the whole state space' if result.complete else 'in the explored part'}: usually a modelling error")
+    return result
+
+
+def _spark_level(sc, job: dict, level: int, shards: int) -> None:
+    """One level on the cluster: expand every shard, exchange one block per destination, write frontiers."""
+    children = sc.parallelize(range(shards), shards).flatMap(lambda p: process_shard(job, level, p))
+    written = children.partitionBy(shards, lambda o: o).mapPartitionsWithIndex(
+        lambda p, it: [write_frontier(job, level + 1, p, (block for _, block in it))])
+    written.collect()
+    # shards that received nothing still need an (empty) frontier file
+    for p in range(shards):
+        if not _path(job, "frontier", level + 1, p).exists():
+            write_frontier(job, level + 1, p, [])
+
+
+def _merge_stats(job: dict, level: int, shards: int, totals: dict) -> None:
+    new = 0
+    for p in range(shards):
+        try:
+            st = json.loads(_path(job, "stats", level, p, "json").read_text())
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"corrupt checkpoint: stats of level {level} shard {p}: {exc}") from None
+        new += st["new"]
+        totals["generated"] += st["generated"]
+        for i, n in enumerate(st["gen_by_action"]):
+            totals["gen_by_action"][i] += n
+        for i, n in enumerate(st["new_by_action"]):
+            totals["new_by_action"][i] += n
+        for prop, fp in st["violations"].items():
+            old = totals["violations"].get(prop)
+            if old is None or (old[0] == level and fp < old[1]):
+                totals["violations"][prop] = [level, fp]
+    totals["distinct"] += new
+    if new:
+        totals["states_per_depth"].append(new)
+
+
+def _drop_consumed(job: dict, level: int) -> None:
+    """After level `level` is checkpointed, its frontier and the visited arrays before it are not needed."""
+    for kind, k in (("frontier", level), ("visited", level - 1)):
+        old = _path(job, kind, k)
+        if k >= 0 and old.exists():
+            shutil.rmtree(old)
+
+
+def _reconstruct(model: Model, job: dict, depth: int, fp: int, prop: str):
+    from harness.engines.bfs import reconstruct
+
+    chain = [fp]
+    for level in range(depth, 0, -1):
+        table = pq.read_table(_path(job, "parents", level), filters=[("fp", "=", chain[-1])])
+        if table.num_rows == 0:
+            raise BadInput(f"corrupt checkpoint: no parent record for a state of level {level}")
+        chain.append(table.column("parent")[0].as_py())
+    v = reconstruct(model, chain[::-1], model.fingerprint)
+    v.outcome = Outcome("deadlock" if prop == "Deadlock" else "invariant", prop)
+    return v
