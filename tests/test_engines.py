@@ -1,0 +1,195 @@
+"""Hypothesis, graph (networkx liveness) and Spark engines on real models, against BFS."""
+
+import json
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import networkx as nx
+import pydot
+import pytest
+
+from harness.engines import bfs, graph, hypothesis as hyp
+from harness.model import Config, Spec, param
+from harness.registry import load_spec
+from harness.replay import replay
+from harness.trace import read_trace, trace_filename, write_trace
+from tests.conftest import ROOT
+
+
+def bind(name, preset, mutation=None, settings=()):
+    spec = load_spec(name)
+    return spec.bind(spec.config(preset, settings, (), mutation))
+
+
+# ------------------------------------------------------------------------------------ Hypothesis
+
+def test_generated_machine_has_one_rule_per_model_rule_and_one_invariant_per_property():
+    model = bind("kraft", "tiny")
+    machine = hyp.build_machine(model)
+    assert all(callable(getattr(machine, f"rule_{n}", None)) for n in model.rule_names)
+    assert all(callable(getattr(machine, f"invariant_{n}", None)) for n in model.invariant_names)
+    # and it runs as the standard unittest TestCase of a RuleBasedStateMachine
+    case = machine.TestCase
+    case.settings = hyp.profile_settings("ci", examples=20, steps=20)
+    case("runTest").runTest()
+
+
+@pytest.mark.parametrize("mutation", ["keep_removing_in_isr", "completion_ignores_min_isr", "hwm_below_min_isr"])
+def test_hypothesis_finds_mutation_with_short_replayable_trace(tmp_path, mutation):
+    model = bind("kraft", "ci", mutation)
+    r = hyp.explore(model, profile="ci")
+    assert r.violations, mutation
+    v = r.violations[0]
+    shortest = bfs.explore(model).violations[0]
+    assert v.depth <= 2 * shortest.depth
+    path = write_trace(tmp_path / trace_filename(model, v.outcome, "hypothesis"), model, v.states, v.actions,
+                       v.outcome, "hypothesis")
+    assert replay(read_trace(path)).ok
+
+
+def test_hypothesis_ci_profile_is_deterministic(tmp_path, cli):
+    outs = []
+    for i in range(2):
+        code, _, err = cli("check", "kraft", "--config", "ci", "--mutation", "stale_partition_epoch", "--engine",
+                           "hypothesis", "--quiet", "--out", tmp_path / str(i))
+        assert code == 1, err
+        [trace] = (tmp_path / str(i)).glob("*.itf.json")
+        outs.append(trace.read_bytes())
+    assert outs[0] == outs[1]
+
+
+# ---------------------------------------------------------------------------- graph and liveness
+
+@dataclass(frozen=True)
+class CycleConfig(Config):
+    fair_exit: bool = param(True, "the exit rule is weakly fair")
+
+
+class Pos(NamedTuple):
+    at: int
+
+
+def cycle_spec(fair_exit: bool) -> Spec:
+    """0 -> 1 -> 2 -> 1 -> ... forever by `go`; `leave` (enabled at 1 and 2) reaches the goal 3.
+    If `leave` is weakly fair, the 1-2 cycle is unfair (leave stays enabled, never taken): no
+    counterexample. If it is not fair, the cycle is a fair lasso where the goal never holds."""
+    spec = Spec("cycle", CycleConfig, Pos, presets={"tiny": {}}, deadlock=False)
+
+    @spec.init
+    def init(cfg):
+        yield Pos(0)
+
+    @spec.rule(fair=True)
+    def go(cfg, s):
+        return Pos({0: 1, 1: 2, 2: 1}[s.at]) if s.at < 3 else None
+
+    @spec.rule(fair=fair_exit)
+    def leave(cfg, s):
+        return Pos(3) if s.at in (1, 2) else None
+
+    spec.eventually("ReachesThree", goal=lambda cfg, s: s.at == 3)
+    return spec
+
+
+def test_fair_cycle_gives_a_lasso_that_replays(tmp_path):
+    spec = cycle_spec(fair_exit=False)
+    model = spec.bind(spec.config("tiny"))
+    result, g = graph.explore(model)
+    [v] = result.violations
+    assert v.outcome.kind == "liveness" and v.loop is not None
+    assert [s.at for s in v.states[v.loop:]][0] == v.states[-1].at
+    assert all(s.at != 3 for s in v.states[v.loop:])
+
+
+def test_unfair_cycle_is_not_a_counterexample():
+    spec = cycle_spec(fair_exit=True)
+    model = spec.bind(spec.config("tiny"))
+    result, _ = graph.explore(model)
+    assert not result.violations
+    assert result.stats["liveness"]["ReachesThree"]["holds"]
+
+
+def test_kraft_liveness_lasso_replays_through_the_cli(tmp_path, cli):
+    code, out, err = cli("check", "example", "--config", "ci", "--engine", "graph", "--quiet", "--json",
+                         "--mutation", "expand_lagging", "--out", tmp_path)
+    assert code == 1
+    data = json.loads(out)
+    assert data["stats"]["states"] == bfs.explore(bind("example", "ci", "expand_lagging"), keep_going=True).stats["distinct"]
+    for v in data["violations"]:
+        assert cli("replay", v["trace"])[0] == 0
+
+
+@pytest.mark.parametrize("fmt", ["graphml", "json", "dot"])
+def test_graph_exports_load_back(tmp_path, cli, fmt):
+    path = tmp_path / f"g.{fmt}"
+    code, out, err = cli("graph", "kraft", "--config", "tiny", "--format", fmt, "--out", path, "--json")
+    assert code == 0, err
+    info = json.loads(out)
+    if fmt == "graphml":
+        G = nx.read_graphml(path)
+    elif fmt == "json":
+        G = nx.node_link_graph(json.loads(path.read_text()), edges="edges")
+    else:
+        [dot] = pydot.graph_from_dot_file(str(path))
+        G = nx.DiGraph()
+        G.add_edges_from((e.get_source(), e.get_destination()) for e in dot.get_edges())
+    assert G.number_of_nodes() == info["states"] and G.number_of_edges() == info["edges"]
+
+
+def test_graph_refuses_a_state_space_over_its_limit(cli):
+    code, _, err = cli("graph", "kraft", "--config", "tiny", "--max-states", "100")
+    assert code == 2 and err.startswith("error:") and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------------------ Spark
+
+def test_spark_matches_bfs_and_resumes_to_the_same_result(tmp_path):
+    from harness.engines import spark
+
+    model = bind("kraft", "tiny")
+    expected = bfs.explore(model)
+    r = spark.explore(model, partitions=2, checkpoint=str(tmp_path / "ck"), spark_levels_only=True)
+    assert r.stats["distinct"] == expected.stats["distinct"] and r.stats["spark_levels"] > 0
+    assert r.stats["states_per_depth"] == expected.stats["states_per_depth"]
+    # generated per rule is order-free; "distinct" credits the discovering action, which depends on order
+    assert {k: v["generated"] for k, v in r.coverage.items()} == {k: v["generated"] for k, v in expected.coverage.items()}
+    # simulate a kill after level 5: roll the checkpoint back and resume
+    ck = tmp_path / "ck2"
+    part = spark.explore(model, master="local[2]", partitions=3, checkpoint=str(ck), max_depth=5)
+    assert not part.complete
+    resumed = spark.explore(model, master="local[2]", partitions=3, checkpoint=str(ck), resume=True)
+    assert resumed.complete and resumed.stats["distinct"] == expected.stats["distinct"]
+
+
+def test_spark_violation_is_as_short_as_bfs_and_replays(tmp_path):
+    from harness.engines import spark
+
+    model = bind("kraft", "ci", "keep_unclean_in_elr")
+    r = spark.explore(model, partitions=2, checkpoint=str(tmp_path / "ck"))
+    b = bfs.explore(model)
+    assert {v.outcome.property for v in r.violations} == {v.outcome.property for v in b.violations}
+    assert r.violations[0].depth == b.violations[0].depth
+    path = write_trace(tmp_path / "t.itf.json", model, r.violations[0].states, r.violations[0].actions,
+                       r.violations[0].outcome, "spark")
+    assert replay(read_trace(path)).ok
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--master", "spark://127.0.0.1:1"], "unreachable"),
+    (["--master", "bogus://x"], "unknown Spark master"),
+])
+def test_spark_bad_master_is_one_line_exit_2(cli, args, message):
+    code, _, err = cli("check", "kraft", "--engine", "spark", "--quiet", *args)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_spark_corrupt_or_foreign_checkpoint_is_exit_2(tmp_path, cli):
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "state.json").write_text("{not json")
+    code, _, err = cli("check", "kraft", "--engine", "spark", "--quiet", "--checkpoint", ck, "--resume")
+    assert code == 2 and "corrupt checkpoint" in err
+    ok = tmp_path / "ok"
+    assert cli("check", "example", "--engine", "spark", "--quiet", "--checkpoint", ok)[0] == 0
+    code, _, err = cli("check", "kraft", "--engine", "spark", "--quiet", "--checkpoint", ok, "--resume")
+    assert code == 2 and "another job" in err
