@@ -34,13 +34,16 @@ BASELINE = ROOT / "ci" / "baseline.json"
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+CHANGES: dict[str, str] = {}  # spec -> mutation made the default (--protocol-change, for testing the gate)
+
+
 def exhaust_ci(names: list[str], failures: list[str], out: Path) -> dict:
     measured = {}
     for name in names:
         spec = load_spec(name)
         if "ci" not in spec.presets:
             continue
-        model = spec.bind(spec.config("ci"))
+        model = spec.bind(spec.config("ci", mutation=CHANGES.get(name)))
         t = time.monotonic()
         r = bfs.explore(model)
         measured[f"{name}/ci"] = {"distinct": r.stats["distinct"], "depth": r.stats["depth"],
@@ -128,7 +131,13 @@ def main() -> int:
     ap.add_argument("--write-baseline", action="store_true")
     ap.add_argument("--skip-pytest", action="store_true")
     ap.add_argument("--out", default="traces/gate")
+    ap.add_argument("--only", default=None, help="comma-separated step numbers to run (1 = pytest ... 6 = baseline)")
+    ap.add_argument("--protocol-change", action="append", default=[], metavar="SPEC:MUTATION",
+                    help="simulate a protocol change: make MUTATION the default behaviour of SPEC")
     args = ap.parse_args()
+    for change in args.protocol_change:
+        spec_name, _, mutation = change.partition(":")
+        CHANGES[spec_name] = mutation
     names = spec_names()
     out = ROOT / args.out
     failures: list[str] = []
@@ -138,10 +147,8 @@ def main() -> int:
         BASELINE.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
         console.print(f"wrote {BASELINE}")
         return 0
-    steps = []
-    if not args.skip_pytest:
-        steps.append(("pytest", lambda: subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=ROOT).returncode == 0
-                      or failures.append("pytest failed")))
+    steps = [("pytest", lambda: None if args.skip_pytest else (
+        subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=ROOT).returncode == 0 or failures.append("pytest failed")))]
     measured: dict = {}
 
     def exhaust():
@@ -152,7 +159,10 @@ def main() -> int:
               ("replay of counterexamples/", lambda: replay_corpus(failures)),
               ("Hypothesis ci profile", lambda: hypothesis_ci(names, failures, out)),
               ("comparison with ci/baseline.json", lambda: compare_baseline(measured, failures))]
-    for title, fn in steps:
+    only = {int(x) for x in args.only.split(",")} if args.only else None
+    for number, (title, fn) in enumerate(steps, 1):
+        if only is not None and number not in only:
+            continue
         t = time.monotonic()
         console.print(f"[bold]{title}[/bold]")
         fn()

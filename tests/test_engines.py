@@ -193,3 +193,17 @@ def test_spark_corrupt_or_foreign_checkpoint_is_exit_2(tmp_path, cli):
     assert cli("check", "example", "--engine", "spark", "--quiet", "--checkpoint", ok)[0] == 0
     code, _, err = cli("check", "kraft", "--engine", "spark", "--quiet", "--checkpoint", ok, "--resume")
     assert code == 2 and "another job" in err
+
+
+def test_gate_fails_on_a_protocol_change_naming_property_and_trace(tmp_path):
+    """Make a mutation the default behaviour of `kraft` (a protocol change): the gate's ci
+    exhaustion step fails and names the property and the trace file."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, str(ROOT / "ci" / "gate.py"), "--only", "2", "--out", str(tmp_path),
+                        "--protocol-change", "kraft:hwm_below_min_isr"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1
+    assert "GATE FAILED" in p.stderr and "kraft/ci violates LeaderCandidateCompleteness" in p.stderr
+    [trace] = tmp_path.glob("kraft-ci-hwm_below_min_isr-LeaderCandidateCompleteness.itf.json")
+    assert str(trace) in p.stderr.replace("\n", "")

@@ -435,15 +435,7 @@ def unfence(cfg, s, broker):
 def clean_shutdown(cfg, s, broker, new_leader):
     """A broker shuts down cleanly: controlled shutdown takes it out of the ISR (and leadership)
     first; its log is flushed."""
-    b = s.brokers[broker - 1]
-    if not running(b) or not s.budget.faults:
-        return None
-    new = remove_broker(cfg, s, broker, new_leader)
-    if new is None:
-        return None
-    down = fresh_broker(cfg.brokers, OFFLINE, b.epoch, b.log, b.hwm)
-    return commit_partition(cfg, s, s.partition, new, brokers=with_broker(s, broker, down),
-                            budget=s.budget._replace(faults=s.budget.faults - 1))
+    return shut_down(cfg, s, broker, new_leader, OFFLINE, "faults")
 
 
 @spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: s.budget.unclean_shutdowns > 0,
@@ -451,15 +443,22 @@ def clean_shutdown(cfg, s, broker, new_leader):
 def unclean_shutdown(cfg, s, broker, new_leader):
     """A broker loses power. The controller fences it (it leaves the ISR; ELR may keep it until it
     re-registers). What it had not flushed is lost at restart."""
+    return shut_down(cfg, s, broker, new_leader, CRASHED, "unclean_shutdowns")
+
+
+def shut_down(cfg, s: State, broker: int, new_leader: int, status: int, budget: str) -> State | None:
+    """A running broker stops (OFFLINE or CRASHED): it leaves the ISR and leadership, its process
+    state is gone, its log stays on disk; one unit of `budget` is spent."""
     b = s.brokers[broker - 1]
-    if not running(b) or not s.budget.unclean_shutdowns:
+    left = getattr(s.budget, budget)
+    if not running(b) or not left:
         return None
     new = remove_broker(cfg, s, broker, new_leader)
     if new is None:
         return None
-    down = fresh_broker(cfg.brokers, CRASHED, b.epoch, b.log, b.hwm)
+    down = fresh_broker(cfg.brokers, status, b.epoch, b.log, b.hwm)
     return commit_partition(cfg, s, s.partition, new, brokers=with_broker(s, broker, down),
-                            budget=s.budget._replace(unclean_shutdowns=s.budget.unclean_shutdowns - 1))
+                            budget=s.budget._replace(**{budget: left - 1}))
 
 
 @spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: any(b.status == OFFLINE for b in s.brokers),
