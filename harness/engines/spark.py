@@ -62,7 +62,7 @@ _MODELS: dict[str, Model] = {}
 
 
 def _model(job: dict) -> Model:
-    """Rebuild the model in this process (executors get the job as plain data, never a pickle of it)."""
+    """Rebuild the model in this process (executors get the job as plain JSON-like data, not a serialised model)."""
     key = json.dumps([job["spec"], job["config"], job["preset"]], sort_keys=True)
     m = _MODELS.get(key)
     if m is None:
