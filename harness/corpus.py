@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.engines import bfs
-from harness.model import Spec
+from harness.model import Action, Spec
 from harness.registry import load_spec, spec_names
 from harness.trace import trace_filename, write_trace
 
@@ -28,7 +28,7 @@ class Case:
 
 
 def cases(spec: Spec) -> list[Case]:
-    out = [Case(spec.name, spec.mutation_preset, m, doc) for m, doc in spec.mutations.items()]
+    out = [Case(spec.name, spec.mutation_presets.get(m, spec.mutation_preset), m, doc) for m, doc in spec.mutations.items()]
     out += [Case(spec.name, preset, "none", why) for preset, why in spec.expected.items()]
     return out
 
@@ -38,10 +38,20 @@ def all_cases(names: list[str] | None = None) -> list[Case]:
 
 
 def run_case(case: Case, time_limit: float | None = None):
-    """BFS at the case's config; returns (model, result)."""
+    """BFS at the case's config (guided by the spec's scenario for this mutation, if it has one:
+    the shortest violation among runs made of the scenario's actions); returns (model, result)."""
     spec = load_spec(case.spec)
     model = spec.bind(spec.config(case.preset, mutation=case.mutation))
-    return model, bfs.explore(model, time_limit=time_limit)
+    scenario = spec.guides.get(case.mutation)
+    if scenario is None:
+        return model, bfs.explore(model, time_limit=time_limit)
+    from harness.engines import guided
+    from harness.result import CheckResult
+
+    labels = [Action(rule, tuple(params.items())) for rule, params in scenario]
+    v = guided.search(model, labels)
+    result = CheckResult("bfs-guided", complete=False, violations=[v] if v else [], stopped_by="guided")
+    return model, result
 
 
 def regenerate(out: Path, names: list[str] | None = None, echo=print) -> list[str]:
@@ -56,6 +66,7 @@ def regenerate(out: Path, names: list[str] | None = None, echo=print) -> list[st
             continue
         v = result.violations[0]
         path = out / trace_filename(model, v.outcome, "bfs")
-        write_trace(path, model, v.states, v.actions, v.outcome, "bfs", 0, v.loop, {"why": case.why})
+        extra = {"why": case.why, **({"note": v.note} if v.note else {})}
+        write_trace(path, model, v.states, v.actions, v.outcome, result.engine, 0, v.loop, extra)
         echo(f"{case.label}: {v.outcome.property} in {len(v.states) - 1} steps -> {path}")
     return survivors

@@ -212,6 +212,8 @@ class Spec:
     mutations: dict[str, str] = field(default_factory=dict)  # name -> which rule it removes
     deadlock: bool = True  # report states without successors (unless quiescent)
     mutation_preset: str = "ci"  # the config at which every mutation must be caught
+    mutation_presets: dict[str, str] = field(default_factory=dict)  # per-mutation overrides of mutation_preset
+    guides: dict[str, list] = field(default_factory=dict)  # mutation -> scenario [(rule, {params})] for guided BFS
     expected: dict[str, str] = field(default_factory=dict)  # preset -> the known violation it exhibits
     rules: list[Rule] = field(default_factory=list)
     invariants: dict[str, Callable] = field(default_factory=dict)

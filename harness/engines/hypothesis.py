@@ -25,6 +25,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
+from harness.engines import guided
 from harness.model import Model
 from harness.result import CheckResult, Violation
 from harness.trace import Outcome
@@ -127,75 +128,12 @@ def build_machine(model: Model) -> type[RuleBasedStateMachine]:
     return type(f"{model.name.capitalize()}Machine", (RuleBasedStateMachine,), namespace)
 
 
-def _first_violation(model: Model, outcome: Outcome, state: tuple) -> bool:
-    if outcome.kind == "invariant":
-        return not model.holds(outcome.property, state)
-    return not model.successors(state) and not model.quiescent(state)
-
-
-def _run(model: Model, init: tuple, actions: list, outcome: Outcome):
-    """Apply action labels from `init`; the prefix up to the first violation, or None if it is lost."""
-    states, taken = [init], [None]
-    s = init
-    for a in actions:
-        t = model.apply(s, a)
-        if t is None:
-            return None
-        s = t
-        states.append(s)
-        taken.append(a)
-        if _first_violation(model, outcome, s):
-            return states, taken
-    return None
-
-
-def minimize(model: Model, states: list, actions: list, outcome: Outcome) -> tuple[list, list]:
-    """Delta debugging over the action labels: drop chunks of steps while the same property still
-    fails (labels carry their parameters, so a shortened run re-applies them exactly)."""
-    init, acts = states[0], [a for a in actions[1:]]
-    best = _run(model, init, acts, outcome) or (states, actions)
-    acts = best[1][1:]
-    chunk = max(len(acts) // 2, 1)
-    while chunk >= 1:
-        i, changed = 0, False
-        while i < len(acts):
-            trial = acts[:i] + acts[i + chunk:]
-            got = _run(model, init, trial, outcome)
-            if got is not None:
-                best, acts, changed = got, got[1][1:], True
-            else:
-                i += chunk
-        if not changed:
-            chunk //= 2
-    return best
-
-
-def shortest_over_labels(model: Model, states: list, actions: list, outcome: Outcome,
-                         max_states: int = 200_000) -> tuple[list, list]:
-    """The shortest run that uses only the action labels of the failing run and reaches the same
-    violation: BFS over the sub-model restricted to those labels (small: a run has few labels)."""
-    labels = list(dict.fromkeys(a for a in actions[1:]))
-    init = states[0]
-    parent = {init: None}
-    frontier = [init]
-    while frontier and len(parent) < max_states:
-        nxt = []
-        for s in frontier:
-            for a in labels:
-                t = model.apply(s, a)
-                if t is None or t in parent:
-                    continue
-                parent[t] = (s, a)
-                if _first_violation(model, outcome, t):
-                    path_s, path_a, node = [t], [], t
-                    while parent[node] is not None:
-                        node, how = parent[node]
-                        path_s.append(node)
-                        path_a.append(how)
-                    return path_s[::-1], [None] + path_a[::-1]
-                nxt.append(t)
-        frontier = nxt
-    return states, actions
+def shorten(model: Model, states: list, actions: list, outcome: Outcome) -> tuple[list, list]:
+    """Delta debugging over the failing run's labels, then the shortest run over those labels."""
+    v = guided.minimize(model, Violation(outcome, states, actions))
+    w = guided.shortest_over_labels(model, states[0], [a for a in v.actions[1:]], outcome)
+    v = w or v
+    return v.states, v.actions
 
 
 def profile_settings(profile: str, examples: int | None = None, steps: int | None = None) -> settings:
@@ -226,8 +164,7 @@ def explore(model: Model, *, profile: str = "ci", examples: int | None = None, s
         run = machine.last_run
         states, actions = list(run.states), list(run.actions)
         raw = len(states) - 1
-        states, actions = minimize(model, states, actions, exc.outcome)
-        states, actions = shortest_over_labels(model, states, actions, exc.outcome)
+        states, actions = shorten(model, states, actions, exc.outcome)
         violations.append(Violation(exc.outcome, states, actions, note=f"minimised from {raw} steps"))
     except Flaky as exc:  # pragma: no cover - models are deterministic; reported, not hidden
         note = f"Hypothesis reported a flaky failure: {exc}"

@@ -1,0 +1,512 @@
+"""KIP-642 dynamic quorum reassignment (seed 004) on pull-based Raft (KIP-595).
+
+Who acts: the leader (appends VoterAssignment records, single-member steps, completion,
+resignation, commit), candidates and voters (elections), followers and observers (fetch).
+Servers 1..N. The voter set a server uses is the `CurrentVoters` of the latest
+VoterAssignment in its own log, committed or not (seed 004: followers act on a configuration as
+soon as it is appended, and revert when it is truncated).
+
+Abstractions (docs/ARCHITECTURE.md, "The kip642 model"):
+* Messages are atomic request/response steps: a vote (VoteRequest + response), a fetch (Fetch +
+  response, with divergence truncation), EndQuorumEpoch as the leader's resignation. What is lost
+  is only message delay and loss between the two halves, which the properties do not depend on:
+  a delayed response is equivalent to a later atomic step, a lost one to no step.
+* A new leader appends a LeaderChange record (KIP-595); a voter change waits until the leader has
+  committed an entry of its own epoch (the fix of the single-server change bug Diego Ongaro
+  reported on raft-dev in 2015).
+* Data records have no values: an entry is (epoch, kind, voters, target).
+* Crashes lose volatile state only (role, HWM knowledge, fetch positions); log, epoch and vote
+  are persistent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, NamedTuple
+
+from harness.itf import Bool, ById, IdSet, OptId, Seq
+from harness.model import Config, Spec, fast_replace, param
+
+DATA, VOTERS, LEADER_CHANGE = 0, 1, 2
+FOLLOWER, CANDIDATE, LEADER, RESIGNED = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Kip642Config(Config):
+    servers: int = param(4, "servers 1..N (voters and observers)")
+    voters: tuple[int, ...] = param((1, 2, 3), "initial voters; server `leader` leads epoch 1")
+    leader: int = param(1, "the leader of epoch 1")
+    targets: tuple[tuple[int, ...], ...] = param(((1, 2, 4),), "voter sets AlterPartitionReassignments may request")
+    max_reassignments: int = param(1, "AlterPartitionReassignments requests")
+    max_cancels: int = param(0, "cancellations (resubmitting the current voters)")
+    max_elections: int = param(1, "election timeouts (a server becomes a candidate)")
+    max_writes: int = param(1, "data records clients may write")
+    max_crashes: int = param(0, "crash-restarts")
+
+    def validate(self) -> str | None:
+        ids = range(1, self.servers + 1)
+        for group in (self.voters,) + self.targets:
+            if not group or len(set(group)) != len(group) or any(s not in ids for s in group):
+                return f"voter sets must be non-empty lists of distinct servers in 1..{self.servers}"
+        if self.leader not in self.voters:
+            return "the initial leader must be a voter"
+        return None
+
+
+class Entry(NamedTuple):
+    epoch: int
+    kind: int  # DATA, VOTERS (VoterAssignmentMessage), LEADER_CHANGE
+    voters: Annotated[int, IdSet()]  # CurrentVoters (VOTERS entries)
+    target: Annotated[int, IdSet()]  # TargetVoters; empty = null
+
+
+class Server(NamedTuple):
+    epoch: int
+    voted_for: Annotated[int, OptId()]
+    role: int  # FOLLOWER, CANDIDATE, LEADER, RESIGNED
+    log: Annotated[tuple, Seq(Entry)]
+    hwm: int
+    votes: Annotated[int, IdSet()]  # votes a candidate has received
+    fetched: Annotated[tuple, ById(int)]  # leader: each server's fetch offset
+
+
+class Budget(NamedTuple):
+    reassignments: int
+    cancels: int
+    elections: int
+    writes: int
+    crashes: int
+
+
+class State(NamedTuple):
+    servers: Annotated[tuple, ById(Server)]
+    budget: Budget
+    committed: Annotated[tuple, Seq(Entry)]  # history: the committed log
+    commit_epoch: int  # the epoch of the leader that last advanced it
+    committed_overwritten: Annotated[bool, Bool()]
+    two_leaders_in_an_epoch: Annotated[bool, Bool()]
+    leaders: Annotated[tuple, ById(OptId())]  # history: leader of each epoch 1..E (0 = none yet)
+
+
+fast_replace(Entry, Server, Budget, State)
+
+MUTATIONS = {
+    "change_before_epoch_commit": "leader_step: append a voter change before committing an entry of the leader's "
+                                  "epoch (Ongaro's single-server change bug)",
+    "two_uncommitted_changes": "leader_step: allow a voter change while the previous one is uncommitted",
+    "votes_against_old_config": "become_leader: count votes against the previous configuration",
+}
+
+PRESETS = {
+    "tiny": {"servers": 3, "voters": [1, 2], "targets": [[1, 3]], "max_writes": 0},
+    # The leader 1 is replaced: add 3, resign, the next leader removes 1; two election timeouts.
+    "ci": {"servers": 3, "voters": [1, 2], "targets": [[2, 3]], "max_elections": 2, "max_writes": 0},
+    # Ongaro's single-server change bug needs two concurrent additions from different epochs:
+    # four voters, a target adding 5 and 6, two election timeouts.
+    "ongaro": {"servers": 6, "voters": [1, 2, 3, 4], "targets": [[1, 2, 3, 4, 5, 6]], "max_elections": 2,
+               "max_writes": 0},
+    # Votes counted against the previous configuration elect a leader that lacks entries committed
+    # two configurations later: three voters growing to five, led by 3.
+    "old-config": {"servers": 5, "voters": [1, 2, 3], "leader": 3, "targets": [[1, 2, 3, 4, 5]], "max_elections": 1,
+                   "max_writes": 0},
+    "nightly": {"servers": 4, "max_elections": 2, "max_writes": 1, "max_crashes": 1, "max_cancels": 1},
+    "worked-example": {"servers": 6, "voters": [1, 2, 3], "targets": [[4, 5, 6]], "max_elections": 1,
+                       "max_writes": 0},
+}
+
+# Ongaro's scenario (raft-dev, 2015) in this protocol: 1 adds 5 uncommitted; 2 is elected in epoch 2
+# by {2,3,4}, adds 6 before committing its LeaderChange and commits {1,2,3,4,6} with {2,3,6}; 1 is
+# elected in epoch 3 by {1,4,5} under {1,2,3,4,5} and overwrites it. The corpus searches the
+# shortest violation among runs made of these actions (harness.engines.guided).
+ONGARO_SCENARIO = [
+    ('alter_partition_reassignments', {'leader': 1, 'target': 0}),
+    ('fetch', {'follower': 2, 'leader': 1}),
+    ('fetch', {'follower': 3, 'leader': 1}),
+    ('fetch', {'follower': 2, 'leader': 1}),
+    ('fetch', {'follower': 3, 'leader': 1}),
+    ('advance_hwm', {'leader': 1}),
+    ('fetch', {'follower': 2, 'leader': 1}),
+    ('leader_step', {'leader': 1, 'member': 5}),
+    ('fetch', {'follower': 5, 'leader': 1}),
+    ('become_candidate', {'server': 2}),
+    ('handle_vote_request', {'voter': 4, 'candidate': 2}),
+    ('handle_vote_request', {'voter': 3, 'candidate': 2}),
+    ('handle_vote_request', {'voter': 1, 'candidate': 2}),
+    ('become_leader', {'candidate': 2}),
+    ('leader_step', {'leader': 2, 'member': 6}),
+    ('fetch', {'follower': 3, 'leader': 2}),
+    ('fetch', {'follower': 6, 'leader': 2}),
+    ('fetch', {'follower': 3, 'leader': 2}),
+    ('fetch', {'follower': 6, 'leader': 2}),
+    ('advance_hwm', {'leader': 2}),
+    ('become_candidate', {'server': 1}),
+    ('handle_vote_request', {'voter': 4, 'candidate': 1}),
+    ('handle_vote_request', {'voter': 5, 'candidate': 1}),
+    ('become_leader', {'candidate': 1}),
+    ('fetch', {'follower': 4, 'leader': 1}),
+    ('fetch', {'follower': 5, 'leader': 1}),
+    ('fetch', {'follower': 4, 'leader': 1}),
+    ('fetch', {'follower': 5, 'leader': 1}),
+    ('advance_hwm', {'leader': 1}),
+]
+
+# Votes counted against the previous configuration: 3 grows {1,2,3} to {1,2,3,4} then {1,2,3,4,5},
+# committing the last with {3,4,5}; 1, whose log ends at {1,2,3,4}, counts {1,2} against {1,2,3}.
+OLD_CONFIG_SCENARIO = [
+    ('alter_partition_reassignments', {'leader': 3, 'target': 0}),
+    ('fetch', {'follower': 1, 'leader': 3}),
+    ('fetch', {'follower': 1, 'leader': 3}),
+    ('advance_hwm', {'leader': 3}),
+    ('leader_step', {'leader': 3, 'member': 4}),
+    ('fetch', {'follower': 1, 'leader': 3}),
+    ('fetch', {'follower': 4, 'leader': 3}),
+    ('fetch', {'follower': 1, 'leader': 3}),
+    ('fetch', {'follower': 4, 'leader': 3}),
+    ('advance_hwm', {'leader': 3}),
+    ('leader_step', {'leader': 3, 'member': 5}),
+    ('fetch', {'follower': 4, 'leader': 3}),
+    ('fetch', {'follower': 5, 'leader': 3}),
+    ('fetch', {'follower': 4, 'leader': 3}),
+    ('fetch', {'follower': 5, 'leader': 3}),
+    ('advance_hwm', {'leader': 3}),
+    ('become_candidate', {'server': 1}),
+    ('handle_vote_request', {'voter': 2, 'candidate': 1}),
+    ('become_leader', {'candidate': 1}),
+]
+
+
+spec = Spec("kip642", Kip642Config, State, doc=__doc__, presets=PRESETS, mutations=MUTATIONS, deadlock=False,
+            mutation_preset="ci", mutation_presets={"change_before_epoch_commit": "ongaro",
+                                                    "votes_against_old_config": "old-config"},
+            guides={"change_before_epoch_commit": ONGARO_SCENARIO, "votes_against_old_config": OLD_CONFIG_SCENARIO})
+
+
+# ------------------------------------------------------------------------------------- helpers
+
+def servers(cfg):
+    return range(1, cfg.servers + 1)
+
+
+def mask(ids) -> int:
+    m = 0
+    for i in ids:
+        m |= 1 << i
+    return m
+
+
+def config_entries(log: tuple) -> list[int]:
+    return [i for i, e in enumerate(log) if e.kind == VOTERS]
+
+
+def voters_of(log: tuple) -> int:
+    """CurrentVoters of the latest VoterAssignment in the log (committed or not)."""
+    for e in reversed(log):
+        if e.kind == VOTERS:
+            return e.voters
+    return 0
+
+
+def target_of(log: tuple) -> int:
+    for e in reversed(log):
+        if e.kind == VOTERS:
+            return e.target
+    return 0
+
+
+def previous_voters(log: tuple) -> int:
+    seen = 0
+    for e in reversed(log):
+        if e.kind == VOTERS:
+            seen += 1
+            if seen == 2:
+                return e.voters
+    return voters_of(log)
+
+
+def is_majority(votes: int, voters: int) -> bool:
+    return 2 * (votes & voters).bit_count() > voters.bit_count()
+
+
+def last_epoch(log: tuple) -> int:
+    return log[-1].epoch if log else 0
+
+
+def set_server(s: State, i: int, new: Server) -> tuple:
+    return s.servers[:i - 1] + (new,) + s.servers[i:]
+
+
+def append(cfg, s: State, leader: int, entry: Entry, **changes) -> State:
+    b = s.servers[leader - 1]
+    log = b.log + (entry,)
+    fetched = b.fetched[:leader - 1] + (len(log),) + b.fetched[leader:]
+    return s._replace(servers=set_server(s, leader, b._replace(log=log, fetched=fetched)), **changes)
+
+
+def leading(s: State, leader: int) -> Server | None:
+    b = s.servers[leader - 1]
+    return b if b.role == LEADER else None
+
+
+@spec.init
+def init(cfg):
+    """Epoch 1: `leader` leads; every server holds the bootstrap VoterAssignment, committed."""
+    voters = mask(cfg.voters)
+    boot = Entry(0, VOTERS, voters, 0)
+    zeros = (0,) * cfg.servers
+    srv = []
+    for i in servers(cfg):
+        role = LEADER if i == cfg.leader else FOLLOWER
+        fetched = tuple(1 for _ in servers(cfg)) if role == LEADER else zeros
+        srv.append(Server(1, cfg.leader if voters >> i & 1 else 0, role, (boot,), 1, 0, fetched))
+    budget = Budget(cfg.max_reassignments, cfg.max_cancels, cfg.max_elections, cfg.max_writes, cfg.max_crashes)
+    leaders = (cfg.leader,) + (0,) * cfg.max_elections
+    yield State(tuple(srv), budget, (boot,), 1, False, False, leaders)
+
+
+# ================================================================================ leader rules
+
+@spec.rule(leader=servers, target=lambda cfg: range(len(cfg.targets)),
+           precondition=lambda cfg, s: s.budget.reassignments > 0)
+def alter_partition_reassignments(cfg, s, leader, target):
+    """Leader, on AlterPartitionReassignments: append VoterAssignment(CurrentVoters, TargetVoters)."""
+    b = leading(s, leader)
+    if b is None or not s.budget.reassignments:
+        return None
+    wanted = mask(cfg.targets[target])
+    if wanted == voters_of(b.log) or uncommitted_change(b) and cfg.mutation != "two_uncommitted_changes":
+        return None
+    entry = Entry(b.epoch, VOTERS, voters_of(b.log), wanted)
+    return append(cfg, s, leader, entry, budget=s.budget._replace(reassignments=s.budget.reassignments - 1))
+
+
+@spec.rule(leader=servers, precondition=lambda cfg, s: s.budget.cancels > 0, applies=lambda cfg: cfg.max_cancels > 0)
+def cancel_reassignment(cfg, s, leader):
+    """Leader: cancel by resubmitting the current voters (TargetVoters = null)."""
+    b = leading(s, leader)
+    if b is None or not target_of(b.log) or uncommitted_change(b):
+        return None
+    entry = Entry(b.epoch, VOTERS, voters_of(b.log), 0)
+    return append(cfg, s, leader, entry, budget=s.budget._replace(cancels=s.budget.cancels - 1))
+
+
+def uncommitted_change(b: Server) -> bool:
+    return any(e.kind == VOTERS for e in b.log[b.hwm:])
+
+
+def committed_in_epoch(b: Server) -> bool:
+    return any(e.epoch == b.epoch for e in b.log[:b.hwm])
+
+
+@spec.rule(leader=servers, member=servers, fair=True)
+def leader_step(cfg, s, leader, member):
+    """Leader: the next single-member change (seed 004, Reassignment Algorithm step 3): add one of
+    NewVoters if |NewVoters| >= |RemovingVoters|, else remove one of RemovingVoters, preferably
+    not itself; only once the previous change is committed and the leader has committed an entry
+    of its own epoch."""
+    b = leading(s, leader)
+    if b is None:
+        return None
+    target = target_of(b.log)
+    current = voters_of(b.log)
+    if not target or target == current:
+        return None
+    if uncommitted_change(b) and cfg.mutation != "two_uncommitted_changes":
+        return None
+    if not committed_in_epoch(b) and cfg.mutation != "change_before_epoch_commit":
+        return None
+    new, removing = target & ~current, current & ~target
+    bit = 1 << member
+    if new.bit_count() >= removing.bit_count():
+        if not new & bit:
+            return None
+        voters = current | bit
+    else:
+        if not removing & ~(1 << leader) & bit:
+            return None  # only non-leader removing voters; the leader removes itself last, by resigning
+        voters = current & ~bit
+    return append(cfg, s, leader, Entry(b.epoch, VOTERS, voters, target))
+
+
+@spec.rule(leader=servers, fair=True)
+def complete_reassignment(cfg, s, leader):
+    """Leader: TargetVoters = CurrentVoters, committed: append a record with TargetVoters = null."""
+    b = leading(s, leader)
+    if b is None or uncommitted_change(b):
+        return None
+    target = target_of(b.log)
+    if not target or target != voters_of(b.log):
+        return None
+    return append(cfg, s, leader, Entry(b.epoch, VOTERS, target, 0))
+
+
+@spec.rule(leader=servers, fair=True)
+def resign(cfg, s, leader):
+    """Leader: it is the last of RemovingVoters, nothing left to add: EndQuorumEpoch; it stays a
+    voter until the next leader removes it."""
+    b = leading(s, leader)
+    if b is None or uncommitted_change(b):
+        return None
+    target, current = target_of(b.log), voters_of(b.log)
+    if not target or target & ~current or current & ~target != 1 << leader:
+        return None
+    return s._replace(servers=set_server(s, leader, b._replace(role=RESIGNED)))
+
+
+@spec.rule(leader=servers, precondition=lambda cfg, s: s.budget.writes > 0, applies=lambda cfg: cfg.max_writes > 0)
+def client_write(cfg, s, leader):
+    """Leader: append a data record."""
+    b = leading(s, leader)
+    if b is None or not s.budget.writes:
+        return None
+    return append(cfg, s, leader, Entry(b.epoch, DATA, 0, 0), budget=s.budget._replace(writes=s.budget.writes - 1))
+
+
+@spec.rule(leader=servers, fair=True)
+def advance_hwm(cfg, s, leader):
+    """Leader: the HWM is the largest offset a majority of the current voters (of its own log) have
+    fetched, if that entry is of its epoch (KIP-595)."""
+    b = leading(s, leader)
+    if b is None:
+        return None
+    voters = voters_of(b.log)
+    offsets = sorted((b.fetched[i - 1] for i in servers(cfg) if voters >> i & 1), reverse=True)
+    if not offsets:
+        return None
+    hwm = offsets[len(offsets) // 2]
+    if hwm <= b.hwm or b.log[hwm - 1].epoch != b.epoch:
+        return None
+    prefix = b.log[:hwm]
+    overwritten = s.committed_overwritten or prefix[:len(s.committed)] != s.committed[:hwm]
+    committed = prefix if hwm > len(s.committed) else s.committed
+    return s._replace(servers=set_server(s, leader, b._replace(hwm=hwm)), committed=committed,
+                      commit_epoch=max(s.commit_epoch, b.epoch), committed_overwritten=overwritten)
+
+
+# ============================================================================ follower rules
+
+@spec.rule(follower=servers, leader=servers, fair=True)
+def fetch(cfg, s, follower, leader):
+    """Follower or observer: fetch from the leader of an epoch at least its own. It adopts the epoch,
+    truncates on divergence (reverting any truncated VoterAssignment), else takes every entry up to
+    the leader's log end;
+    the leader records the fetch offset. Its HWM is min(leader HWM, its log end)."""
+    if follower == leader:
+        return None
+    ld = leading(s, leader)
+    f = s.servers[follower - 1]
+    if ld is None or ld.epoch < f.epoch or f.role == LEADER and f.epoch == ld.epoch:
+        return None
+    log = f.log
+    common = 0
+    for x, y in zip(log, ld.log):
+        if x != y:
+            break
+        common += 1
+    new_f = f
+    if f.epoch < ld.epoch or f.role not in (FOLLOWER, RESIGNED):
+        new_f = f._replace(epoch=ld.epoch, voted_for=0 if f.epoch < ld.epoch else f.voted_for,
+                           role=RESIGNED if f.role == RESIGNED and f.epoch == ld.epoch else FOLLOWER, votes=0)
+    if common < len(log):
+        new_f = new_f._replace(log=log[:common], hwm=min(f.hwm, common))
+        return s._replace(servers=set_server(s, follower, new_f))
+    offset = len(log)
+    log = ld.log  # the response carries every record up to the leader's log end
+    hwm = max(new_f.hwm, min(ld.hwm, len(log)))
+    new_f = new_f._replace(log=log, hwm=hwm)
+    new_ld = ld._replace(fetched=ld.fetched[:follower - 1] + (offset,) + ld.fetched[follower:])
+    if new_f == f and new_ld == ld:
+        return None
+    srv = list(s.servers)
+    srv[follower - 1], srv[leader - 1] = new_f, new_ld
+    return s._replace(servers=tuple(srv))
+
+
+@spec.rule(server=servers, precondition=lambda cfg, s: s.budget.elections > 0)
+def become_candidate(cfg, s, server):
+    """A server that is a voter in its own log's configuration times out: new epoch, votes for itself."""
+    b = s.servers[server - 1]
+    if not s.budget.elections or b.role == LEADER or not voters_of(b.log) >> server & 1:
+        return None
+    new = b._replace(epoch=b.epoch + 1, voted_for=server, role=CANDIDATE, votes=1 << server)
+    return s._replace(servers=set_server(s, server, new), budget=s.budget._replace(elections=s.budget.elections - 1))
+
+
+@spec.rule(voter=servers, candidate=servers, fair=True)
+def handle_vote_request(cfg, s, voter, candidate):
+    """Voter, on a candidate's VoteRequest: a higher epoch is adopted first (a leader steps down,
+    KIP-595); the vote is granted if the candidate is a voter in the voter's own log, its log is at
+    least as up to date, and the voter has not voted for another in that epoch."""
+    if voter == candidate:
+        return None
+    c = s.servers[candidate - 1]
+    v = s.servers[voter - 1]
+    if c.role != CANDIDATE or c.votes >> voter & 1 or v.epoch > c.epoch:
+        return None
+    if v.epoch < c.epoch:  # a new epoch: unattached, no vote yet
+        v = v._replace(epoch=c.epoch, voted_for=0, role=FOLLOWER, votes=0)
+    grant = (voters_of(v.log) >> candidate & 1  # voters reject non-voters (see stand_against_nonvoter)
+             and v.voted_for in (0, candidate)
+             and (last_epoch(v.log), len(v.log)) <= (last_epoch(c.log), len(c.log)))
+    srv = list(s.servers)
+    if grant:
+        srv[voter - 1] = v._replace(voted_for=candidate)
+        srv[candidate - 1] = c._replace(votes=c.votes | 1 << voter)
+    else:
+        srv[voter - 1] = v
+    new = s._replace(servers=tuple(srv))
+    return None if new == s else new
+
+
+@spec.rule(voter=servers, candidate=servers, precondition=lambda cfg, s: s.budget.elections > 0)
+def stand_against_nonvoter(cfg, s, voter, candidate):
+    """Voter, on a VoteRequest from a non-voter (by its own log): reject it and become a candidate
+    (seed 004: the non-voter may still win, so the voter stands too)."""
+    c = s.servers[candidate - 1]
+    v = s.servers[voter - 1]
+    if voter == candidate or c.role != CANDIDATE or not s.budget.elections or v.role == LEADER and v.epoch >= c.epoch:
+        return None
+    if voters_of(v.log) >> candidate & 1 or not voters_of(v.log) >> voter & 1:
+        return None
+    new = v._replace(epoch=max(v.epoch, c.epoch) + 1, voted_for=voter, role=CANDIDATE, votes=1 << voter)
+    return s._replace(servers=set_server(s, voter, new), budget=s.budget._replace(elections=s.budget.elections - 1))
+
+
+@spec.rule(candidate=servers, fair=True)
+def become_leader(cfg, s, candidate):
+    """Candidate with votes from a majority of the voters in its own log's configuration: it leads,
+    appends a LeaderChange record (KIP-595) and starts tracking fetch offsets."""
+    c = s.servers[candidate - 1]
+    if c.role != CANDIDATE:
+        return None
+    config = previous_voters(c.log) if cfg.mutation == "votes_against_old_config" else voters_of(c.log)
+    if not is_majority(c.votes, config):
+        return None
+    log = c.log + (Entry(c.epoch, LEADER_CHANGE, 0, 0),)
+    fetched = tuple(len(log) if i == candidate else 0 for i in servers(cfg))
+    leaders = s.leaders
+    two = s.two_leaders_in_an_epoch or (leaders[c.epoch - 1] not in (0, candidate))
+    leaders = leaders[:c.epoch - 1] + (candidate,) + leaders[c.epoch:]
+    new = c._replace(role=LEADER, log=log, fetched=fetched)
+    return s._replace(servers=set_server(s, candidate, new), leaders=leaders, two_leaders_in_an_epoch=two)
+
+
+@spec.rule(server=servers, precondition=lambda cfg, s: s.budget.crashes > 0, applies=lambda cfg: cfg.max_crashes > 0)
+def crash_restart(cfg, s, server):
+    """A server crashes and restarts: role, votes and fetch offsets are lost; log, epoch, vote stay."""
+    b = s.servers[server - 1]
+    if not s.budget.crashes:
+        return None
+    new = b._replace(role=FOLLOWER, votes=0, fetched=(0,) * cfg.servers)
+    if new == b:
+        return None
+    return s._replace(servers=set_server(s, server, new), budget=s.budget._replace(crashes=s.budget.crashes - 1))
+
+
+def reassignment_done(cfg, s: State) -> bool:
+    """No server's log has a pending TargetVoters."""
+    return all(not target_of(b.log) for b in s.servers)
+
+
+spec.eventually("ReassignmentCompletes", goal=lambda cfg, s: reassignment_done(cfg, s) and any(
+    b.role == LEADER for b in s.servers), trigger=lambda cfg, s: not reassignment_done(cfg, s),
+    doc="a started voter change eventually completes, with a leader, once faults stop")

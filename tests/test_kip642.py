@@ -1,0 +1,106 @@
+"""The `kip642` model: seed 004's worked example through the rules, properties, mutations."""
+
+from harness.engines import bfs
+from harness.model import Action
+from harness.registry import load_spec
+from specs.kip642 import LEADER, RESIGNED, target_of, voters_of
+
+SPEC = load_spec("kip642")
+
+
+def members(m):
+    return [i for i in range(m.bit_length()) if m >> i & 1]
+
+
+def step(m, s, rule, **params):
+    nxt = m.apply(s, Action(rule, tuple(params.items())))
+    assert nxt is not None, f"{rule}{params} is not enabled"
+    assert not m.violated(nxt), m.violated(nxt)
+    return nxt
+
+
+def commit_all(m, s, leader):
+    """Every other server fetches from the leader, then the leader advances its HWM."""
+    for f in range(1, m.config.servers + 1):
+        if f != leader:
+            nxt = m.apply(s, Action("fetch", (("follower", f), ("leader", leader))))
+            s = nxt if nxt is not None else s
+    for f in range(1, m.config.servers + 1):  # a second round reports the new fetch offsets
+        if f != leader:
+            nxt = m.apply(s, Action("fetch", (("follower", f), ("leader", leader))))
+            s = nxt if nxt is not None else s
+    nxt = m.apply(s, Action("advance_hwm", (("leader", leader),)))
+    s = nxt if nxt is not None else s
+    b = s.servers[leader - 1]
+    assert b.hwm == len(b.log), "not everything committed"
+    return s
+
+
+def config(s, server):
+    log = s.servers[server - 1].log
+    return members(voters_of(log)), members(target_of(log))
+
+
+def test_worked_example_123_to_456_with_replica_1_leading():
+    m = SPEC.bind(SPEC.config("worked-example"))
+    s = m.init_states()[0]
+    seen = []
+    s = step(m, s, "alter_partition_reassignments", leader=1, target=0)
+    seen.append(config(s, 1))
+    s = commit_all(m, s, 1)
+    for member in (4, 3, 5, 2, 6):  # add 4, remove 3 (not the leader), add 5, remove 2, add 6
+        s = step(m, s, "leader_step", leader=1, member=member)
+        seen.append(config(s, 1))
+        s = commit_all(m, s, 1)
+    assert seen == [([1, 2, 3], [4, 5, 6]), ([1, 2, 3, 4], [4, 5, 6]), ([1, 2, 4], [4, 5, 6]),
+                    ([1, 2, 4, 5], [4, 5, 6]), ([1, 4, 5], [4, 5, 6]), ([1, 4, 5, 6], [4, 5, 6])]
+    # the leader is the last removing voter: it may not remove itself, it resigns
+    assert all(m.apply(s, Action("leader_step", (("leader", 1), ("member", x)))) is None for x in range(1, 7))
+    s = step(m, s, "resign", leader=1)
+    assert s.servers[0].role == RESIGNED and 1 in config(s, 1)[0]
+    # a new leader among the remaining voters finishes the change
+    s = step(m, s, "become_candidate", server=4)
+    for v in (5, 6):
+        s = step(m, s, "handle_vote_request", voter=v, candidate=4)
+    s = step(m, s, "become_leader", candidate=4)
+    assert s.servers[3].role == LEADER
+    s = commit_all(m, s, 4)  # the LeaderChange record of epoch 2
+    s = step(m, s, "leader_step", leader=4, member=1)
+    assert config(s, 4) == ([4, 5, 6], [4, 5, 6])
+    s = commit_all(m, s, 4)
+    s = step(m, s, "complete_reassignment", leader=4)
+    assert config(s, 4) == ([4, 5, 6], [])
+
+
+def test_ci_exhausts_without_violation():
+    r = bfs.explore(SPEC.bind(SPEC.config("tiny")))
+    assert r.complete and not r.violations and r.stats["distinct"] > 1000
+
+
+def test_two_uncommitted_changes_is_caught():
+    r = bfs.explore(SPEC.bind(SPEC.config("ci", mutation="two_uncommitted_changes")))
+    assert r.violations[0].outcome.property == "AtMostOneUncommittedVoterChange"
+
+
+def test_each_mutation_has_a_committed_replaying_trace(cli):
+    from tests.conftest import ROOT
+
+    for mutation in SPEC.mutations:
+        [path] = (ROOT / "counterexamples").glob(f"kip642-*-{mutation}-*.itf.json")
+        assert cli("replay", path)[0] == 0
+
+
+def test_ongaro_scenario_is_blocked_without_the_mutation():
+    """The correct protocol refuses the voter change of the new leader before its epoch commits."""
+    from specs.kip642 import ONGARO_SCENARIO
+
+    m = SPEC.bind(SPEC.config("ongaro"))
+    s = m.init_states()[0]
+    for rule, params in ONGARO_SCENARIO:
+        nxt = m.apply(s, Action(rule, tuple(params.items())))
+        if nxt is None:
+            assert (rule, params) == ("leader_step", {"leader": 2, "member": 6})
+            return
+        s = nxt
+        assert not m.violated(s)
+    raise AssertionError("the scenario ran to the end without the mutation")
