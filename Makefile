@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test ci ci-baseline bench clean counterexamples
+.PHONY: run test ci nightly ci-baseline bench clean counterexamples
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,9 @@ test: $(STAMP)
 
 ci: $(STAMP)  ## the CI gate (ci/gate.py): pytest, ci exhaustion, mutation adequacy, corpus replay, Hypothesis, baseline
 	$(PY) ci/gate.py
+
+nightly: $(STAMP)  ## the nightly job (ci/nightly.py): Spark exhaustion, Hypothesis nightly, liveness; reports/<UTC>/
+	$(PY) ci/nightly.py
 
 ci-baseline: $(STAMP)  ## rewrite ci/baseline.json from the current models
 	$(PY) ci/gate.py --write-baseline

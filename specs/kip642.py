@@ -109,6 +109,9 @@ PRESETS = {
     # two configurations later: three voters growing to five, led by 3.
     "old-config": {"servers": 5, "voters": [1, 2, 3], "leader": 3, "targets": [[1, 2, 3, 4, 5]], "max_elections": 1,
                    "max_writes": 0},
+    # Beyond BFS reach, for the Hypothesis engine: 5 servers, two reassignments, crashes, writes.
+    "large": {"servers": 5, "voters": [1, 2, 3], "targets": [[3, 4, 5], [1, 4]], "max_reassignments": 2,
+              "max_cancels": 1, "max_elections": 3, "max_writes": 2, "max_crashes": 1},
     "nightly": {"servers": 4, "max_elections": 2, "max_writes": 1, "max_crashes": 1, "max_cancels": 1},
     "worked-example": {"servers": 6, "voters": [1, 2, 3], "targets": [[4, 5, 6]], "max_elections": 1,
                        "max_writes": 0},
@@ -444,7 +447,8 @@ def handle_vote_request(cfg, s, voter, candidate):
         return None
     if v.epoch < c.epoch:  # a new epoch: unattached, no vote yet
         v = v._replace(epoch=c.epoch, voted_for=0, role=FOLLOWER, votes=0)
-    grant = (voters_of(v.log) >> candidate & 1  # voters reject non-voters (see stand_against_nonvoter)
+    grant = (voters_of(v.log) >> voter & 1  # observers do not vote
+             and voters_of(v.log) >> candidate & 1  # voters reject non-voters (see stand_against_nonvoter)
              and v.voted_for in (0, candidate)
              and (last_epoch(v.log), len(v.log)) <= (last_epoch(c.log), len(c.log)))
     srv = list(s.servers)

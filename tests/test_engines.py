@@ -207,3 +207,34 @@ def test_gate_fails_on_a_protocol_change_naming_property_and_trace(tmp_path):
     assert "GATE FAILED" in p.stderr and "kraft/ci violates LeaderCandidateCompleteness" in p.stderr
     [trace] = tmp_path.glob("kraft-ci-hwm_below_min_isr-LeaderCandidateCompleteness.itf.json")
     assert str(trace) in p.stderr.replace("\n", "")
+
+
+def test_spark_on_kip642_matches_bfs(tmp_path):
+    from harness.engines import spark
+
+    model = bind("kip642", "tiny")
+    expected = bfs.explore(model)
+    r = spark.explore(model, master="local[2]", partitions=2, checkpoint=str(tmp_path / "ck"), spark_levels_only=True)
+    assert r.complete and r.stats["distinct"] == expected.stats["distinct"]
+    assert r.stats["states_per_depth"] == expected.stats["states_per_depth"]
+
+
+def test_nightly_quick_writes_a_report(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    work = tmp_path / "repo"
+    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", "reports", "checkpoints", "traces", ".git",
+                                                                ".hypothesis", "__pycache__"))
+    env = dict(os.environ, NIGHTLY_QUICK="1", NIGHTLY_MASTER="local[2]")
+    p = subprocess.run([sys.executable, "ci/nightly.py"], cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    [report] = (work / "reports").glob("*")
+    summary = json.loads((report / "summary.json").read_text())
+    assert set(summary["models"]) == set(load_spec.__globals__["spec_names"]())
+    kraft = summary["models"]["kraft"]
+    assert kraft["spark"]["distinct"] == bfs.explore(bind("kraft", "tiny")).stats["distinct"]
+    assert "<svg" in (report / "report.html").read_text()
+    assert summary["comparison"] == ["no previous report"]

@@ -1,0 +1,151 @@
+"""The nightly exploration job (run by `make nightly`): what the CI gate cannot afford.
+
+For every model: Spark exhaustion of its `nightly` config (resumable: fixed checkpoint directories,
+so a killed run continues where it stopped), the Hypothesis `nightly` profile (at `large` when the
+model has it), and liveness with the graph engine at `tiny`. Writes reports/<UTC timestamp>/:
+summary.json, report.html (states per depth, per-rule coverage, time per engine, as inline SVG),
+every counterexample as ITF, and a comparison with the previous report. Exit 1 on any violation
+of a default (unmutated) configuration. NIGHTLY_QUICK=1 runs a reduced version (tests).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from harness.engines import graph, hypothesis as hyp, spark  # noqa: E402
+from harness.registry import load_spec, spec_names  # noqa: E402
+from harness.trace import trace_filename, write_trace  # noqa: E402
+
+QUICK = os.environ.get("NIGHTLY_QUICK") == "1"
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def save_violations(model, result, folder: Path, engine: str) -> list[str]:
+    paths = []
+    for v in result.violations:
+        path = folder / trace_filename(model, v.outcome, engine)
+        write_trace(path, model, v.states, v.actions, v.outcome, engine, None, v.loop)
+        paths.append(str(path.relative_to(folder)))
+    return paths
+
+
+def run_model(name: str, folder: Path) -> dict:
+    spec = load_spec(name)
+    out: dict = {}
+    preset = "tiny" if QUICK or "nightly" not in spec.presets else "nightly"
+    model = spec.bind(spec.config(preset))
+    t = time.monotonic()
+    ckpt = ROOT / "checkpoints" / f"nightly-{name}-{preset}"
+    r = spark.explore(model, checkpoint=str(ckpt), resume=(ckpt / "state.json").exists(),
+                      master=os.environ.get("NIGHTLY_MASTER", "local[*]"))
+    if r.stopped_by in (None, "violation"):
+        import shutil
+
+        shutil.rmtree(ckpt, ignore_errors=True)  # finished: only an interrupted run resumes
+    out["spark"] = {"preset": preset, "outcome": r.outcome, "distinct": r.stats["distinct"], "depth": r.stats["depth"],
+                    "states_per_depth": r.stats["states_per_depth"], "seconds": round(time.monotonic() - t, 1),
+                    "coverage": {k: v["generated"] for k, v in r.coverage.items()},
+                    "traces": save_violations(model, r, folder, "spark")}
+    log(f"  {name}/{preset} spark: {r.outcome}, {r.stats['distinct']:,} states, {out['spark']['seconds']} s")
+    hp = "large" if "large" in spec.presets and not QUICK else "ci"
+    model = spec.bind(spec.config(hp))
+    t = time.monotonic()
+    r = hyp.explore(model, profile="ci" if QUICK else "nightly", examples=50 if QUICK else None)
+    out["hypothesis"] = {"preset": hp, "outcome": r.outcome, "runs": r.stats["max_examples"],
+                         "seconds": round(time.monotonic() - t, 1), "traces": save_violations(model, r, folder, "hypothesis")}
+    log(f"  {name}/{hp} hypothesis: {r.outcome}, {out['hypothesis']['seconds']} s")
+    model = spec.bind(spec.config("tiny"))
+    t = time.monotonic()
+    r, _ = graph.explore(model)
+    out["liveness"] = {"preset": "tiny", "properties": r.stats["liveness"], "states": r.stats["states"],
+                       "seconds": round(time.monotonic() - t, 1), "traces": save_violations(model, r, folder, "graph")}
+    log(f"  {name}/tiny liveness: {r.stats['liveness']}")
+    return out
+
+
+def svg_bars(values: list[int], width: int = 360, height: int = 80) -> str:
+    if not values:
+        return ""
+    top = max(values) or 1
+    w = width / len(values)
+    bars = "".join(f'<rect x="{i * w:.1f}" y="{height - v / top * height:.1f}" width="{max(w - 1, 1):.1f}" '
+                   f'height="{v / top * height:.1f}" fill="#4a7ab0"><title>{i}: {v:,}</title></rect>'
+                   for i, v in enumerate(values))
+    return f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">{bars}</svg>'
+
+
+def write_html(folder: Path, summary: dict) -> None:
+    parts = [f"<html><head><meta charset='utf-8'><title>nightly {summary['started']}</title></head><body>",
+             f"<h1>Nightly exploration, {html.escape(summary['started'])}</h1>",
+             f"<p>Outcome: <b>{summary['outcome']}</b>. Quick: {summary['quick']}.</p>"]
+    for name, m in summary["models"].items():
+        sp = m["spark"]
+        parts.append(f"<h2>{html.escape(name)}</h2><p>Spark at <code>{sp['preset']}</code>: {sp['outcome']}, "
+                     f"{sp['distinct']:,} states, depth {sp['depth']}, {sp['seconds']} s</p>")
+        parts.append("<p>States per depth</p>" + svg_bars(sp["states_per_depth"]))
+        parts.append("<p>Per-rule coverage (generated)</p><table>" + "".join(
+            f"<tr><td>{html.escape(k)}</td><td>{v:,}</td><td>{svg_bars([v], 200, 12)}</td></tr>"
+            for k, v in sp["coverage"].items()) + "</table>")
+        times = {"spark": sp["seconds"], "hypothesis": m["hypothesis"]["seconds"], "liveness": m["liveness"]["seconds"]}
+        parts.append("<p>Time per engine (s): " + ", ".join(f"{k} {v}" for k, v in times.items()) + "</p>"
+                     + svg_bars(list(times.values()), 150, 40))
+        parts.append(f"<p>Liveness: {html.escape(json.dumps(m['liveness']['properties']))}</p>")
+    if summary.get("comparison"):
+        parts.append("<h2>Compared with the previous report</h2><ul>" + "".join(
+            f"<li>{html.escape(c)}</li>" for c in summary["comparison"]) + "</ul>")
+    parts.append("</body></html>")
+    (folder / "report.html").write_text("\n".join(parts))
+
+
+def compare(previous: dict | None, summary: dict) -> list[str]:
+    if previous is None:
+        return ["no previous report"]
+    out = []
+    for name, m in summary["models"].items():
+        old = previous.get("models", {}).get(name)
+        if old is None:
+            out.append(f"{name}: new model")
+            continue
+        a, b = old["spark"]["distinct"], m["spark"]["distinct"]
+        if a != b:
+            out.append(f"{name}: distinct states {a:,} -> {b:,}")
+        for eng in ("spark", "hypothesis"):
+            if old[eng]["outcome"] != m[eng]["outcome"]:
+                out.append(f"{name}: {eng} {old[eng]['outcome']} -> {m[eng]['outcome']}")
+    return out or ["no change"]
+
+
+def main() -> int:
+    reports = ROOT / "reports"
+    previous_dirs = sorted(p for p in reports.glob("*") if (p / "summary.json").exists()) if reports.exists() else []
+    previous = json.loads((previous_dirs[-1] / "summary.json").read_text()) if previous_dirs else None
+    started = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder = reports / started
+    folder.mkdir(parents=True)
+    summary = {"started": started, "quick": QUICK, "models": {}}
+    for name in spec_names():
+        log(f"[{name}]")
+        summary["models"][name] = run_model(name, folder)
+    new_violations = [t for m in summary["models"].values() for eng in ("spark", "hypothesis") for t in m[eng]["traces"]]
+    summary["outcome"] = "violation" if new_violations else "ok"
+    summary["comparison"] = compare(previous, summary)
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
+    write_html(folder, summary)
+    log(f"report: {folder}/report.html ({summary['outcome']})")
+    return 1 if new_violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
