@@ -99,6 +99,13 @@ def test_fair_cycle_gives_a_lasso_that_replays(tmp_path):
     assert v.outcome.kind == "liveness" and v.loop is not None
     assert [s.at for s in v.states[v.loop:]][0] == v.states[-1].at
     assert all(s.at != 3 for s in v.states[v.loop:])
+    assert [s.at for s in v.states] == [0, 1, 2, 1]  # the shortest lasso: prefix 0 -> 1, cycle 1 -> 2 -> 1
+    from harness.trace import Trace
+
+    trace = Trace("-", {}, spec, model, v.states, v.actions, v.outcome, v.loop)
+    assert replay(trace).ok
+    broken = Trace("-", {}, spec, model, v.states[:-1], v.actions[:-1], v.outcome, v.loop)
+    assert not replay(broken).ok  # a loop that does not close is refused
 
 
 def test_unfair_cycle_is_not_a_counterexample():
@@ -134,6 +141,12 @@ def test_graph_exports_load_back(tmp_path, cli, fmt):
         G = nx.DiGraph()
         G.add_edges_from((e.get_source(), e.get_destination()) for e in dot.get_edges())
     assert G.number_of_nodes() == info["states"] and G.number_of_edges() == info["edges"]
+    import shutil
+    import subprocess
+
+    if fmt == "dot" and shutil.which("dot"):  # Graphviz renders it (where it is installed)
+        svg = subprocess.run(["dot", "-Tsvg", str(path)], capture_output=True, text=True, timeout=300)
+        assert svg.returncode == 0 and "<svg" in svg.stdout
 
 
 def test_graph_refuses_a_state_space_over_its_limit(cli):
