@@ -305,3 +305,22 @@ def type_of_annotation(annotation: Any) -> ItfType:
         hints = typing.get_type_hints(annotation, include_extras=True)
         return Record(annotation, {f: type_of_annotation(hints[f]) for f in annotation._fields})
     raise TypeError(f"cannot map {annotation!r} to an ITF type; annotate it with Annotated[..., ItfType]")
+
+
+def fast_decoder(t: ItfType):
+    """A function turning the plain JSON form of a state (nested lists) back into the state, without
+    per-value validation: for the engines' own trusted encodings (Spark frontiers). Traces and
+    anything a user hands in go through `from_plain`/`from_itf`, which validate everything."""
+    if isinstance(t, Record):
+        subs = [fast_decoder(f) for f in t.fields.values()]
+        cls, new = t.cls, tuple.__new__
+        if all(s is None for s in subs):
+            return lambda v: new(cls, v)
+        return lambda v: new(cls, [x if s is None else s(x) for s, x in zip(subs, v)])
+    if isinstance(t, (Seq, ById)):
+        sub = fast_decoder(t.item)
+        return tuple if sub is None else (lambda v: tuple(map(sub, v)))
+    if isinstance(t, Tup):
+        subs = [fast_decoder(i) for i in t.items]
+        return lambda v: tuple(x if s is None else s(x) for s, x in zip(subs, v))
+    return None  # ints and booleans decode as themselves

@@ -396,6 +396,7 @@ class Model:
         self._invariants = [(n, f) for n, f in spec.invariants.items()]
         self.liveness = dict(spec.liveness)
         self.check_deadlock = spec.deadlock
+        self._fast_decode = None
 
     # -- the transition system --------------------------------------------------------------------
     def init_states(self) -> list[tuple]:
@@ -448,6 +449,17 @@ class Model:
         try:
             return self.schema.from_plain(json.loads(blob), "state")
         except (ValueError, UnicodeDecodeError) as exc:
+            raise BadInput(f"corrupt state encoding: {exc}") from None
+
+    def decode_trusted(self, blob: bytes) -> tuple:
+        """`decode` without per-value validation, for an engine's own encodings (5-10x faster)."""
+        if self._fast_decode is None:
+            from harness.itf import fast_decoder
+
+            self._fast_decode = fast_decoder(self.schema)
+        try:
+            return self._fast_decode(json.loads(blob))
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:
             raise BadInput(f"corrupt state encoding: {exc}") from None
 
     def to_itf(self, state: tuple) -> dict:

@@ -92,7 +92,10 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
     model = _model(job)
     shards = job["shards"]
     src = _path(job, "frontier", level, shard)
-    table = pq.read_table(src) if src.exists() else _FRONTIER_SCHEMA.empty_table()
+    try:
+        table = pq.read_table(src) if src.exists() else _FRONTIER_SCHEMA.empty_table()
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise BadInput(f"corrupt checkpoint: {src}: {exc}") from None
     fps = table.column("fp").to_numpy() if table.num_rows else np.empty(0, np.int64)
     parents = table.column("parent").to_numpy() if table.num_rows else np.empty(0, np.int64)
     actions = table.column("action").to_numpy() if table.num_rows else np.empty(0, np.int32)
@@ -121,12 +124,12 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
     gen_by_action = [0] * n_actions
     new_by_action = [0] * n_actions
     violations: dict[str, int] = {}
-    out: dict[int, tuple[list, list, list, list]] = {}
+    children: dict[int, list] = {}  # fp -> [parent, action, encoding]: duplicates collapse here
     cfg = model.config
     invariants = list(model.spec.invariants.items())
     generated = 0
     for i, fp, a in zip(new_idx.tolist(), new_fps.tolist(), new_actions.tolist()):
-        state = model.decode(blobs[i])
+        state = model.decode_trusted(blobs[i])
         if a >= 0:
             new_by_action[a] += 1
         for name, inv in invariants:
@@ -140,13 +143,20 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
         for index, t in successors:
             gen_by_action[index] += 1
             tf = hash(t)
-            block = out.get(o := owner(tf, shards))
-            if block is None:
-                block = out[o] = ([], [], [], [])
-            block[0].append(tf)
-            block[1].append(fp)
-            block[2].append(index)
-            block[3].append(model.encode(t))
+            known = children.get(tf)
+            if known is None:
+                children[tf] = [fp, index, model.encode(t)]
+            elif (fp, index) < (known[0], known[1]):
+                known[0], known[1] = fp, index  # keep the smallest (parent, action), as the owner does
+    out: dict[int, tuple[list, list, list, list]] = {}
+    for tf, (parent, index, blob) in children.items():
+        block = out.get(o := owner(tf, shards))
+        if block is None:
+            block = out[o] = ([], [], [], [])
+        block[0].append(tf)
+        block[1].append(parent)
+        block[2].append(index)
+        block[3].append(blob)
     stats = {"new": int(len(new_fps)), "generated": generated, "gen_by_action": gen_by_action,
              "new_by_action": new_by_action, "violations": violations,
              "children": sum(len(b[0]) for b in out.values())}
@@ -287,8 +297,10 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     session: dict = {}
 
     def boot():
+        t = time.monotonic()
         try:
             session["spark"] = start_session(master)
+            session["start_seconds"] = time.monotonic() - t
         except Exception as exc:  # reported when Spark is first needed
             session["error"] = exc
 
@@ -319,11 +331,15 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     write_frontier(job, level + 1, p, by_owner.get(p, []))
                 totals["driver_levels"] += 1
             else:
+                t_wait = time.monotonic()
                 booter.join()
+                session["waited"] = session.get("waited", 0.0) + time.monotonic() - t_wait
                 if "error" in session:
                     raise BadInput(f"cannot start Spark ({master}): {str(session['error']).splitlines()[0]}")
+                t_level = time.monotonic()
                 _spark_level(session["spark"].sparkContext, job, level, shards)
                 totals["spark_levels"] += 1
+                session["level_seconds"] = session.get("level_seconds", 0.0) + time.monotonic() - t_level
             _merge_stats(job, level, shards, totals)
             level += 1
             ckpt.save(level, totals)
@@ -348,6 +364,10 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     "seconds": round(elapsed, 3), "shards": shards, "spark_levels": totals["spark_levels"],
                     "driver_levels": totals["driver_levels"], "resumed_at_level": resumed_at if resume else None,
                     "checkpoint": str(directory), "master": master,
+                    "session_start_seconds": round(session.get("start_seconds", 0.0), 2),
+                    "waited_for_session_seconds": round(session.get("waited", 0.0), 2),
+                    "seconds_without_session_wait": round(elapsed - session.get("waited", 0.0), 3),
+                    "spark_level_seconds": round(session.get("level_seconds", 0.0), 2),
                     "states_per_second": round(totals["distinct"] / elapsed) if elapsed else None}
     for rule in result.never_fired():
         result.warnings.append(f"rule {rule} never fired {'in the whole state space' if result.complete else 'in the explored part'}: usually a modelling error")
@@ -359,7 +379,11 @@ def _spark_level(sc, job: dict, level: int, shards: int) -> None:
     children = sc.parallelize(range(shards), shards).flatMap(lambda p: process_shard(job, level, p))
     written = children.partitionBy(shards, lambda o: o).mapPartitionsWithIndex(
         lambda p, it: [write_frontier(job, level + 1, p, (block for _, block in it))])
-    written.collect()
+    try:
+        written.collect()
+    except Exception as exc:  # a task failed: corrupt checkpoint files, lost executors, ...
+        first = next((line for line in str(exc).splitlines() if "Error" in line or "error" in line), str(exc)[:200])
+        raise BadInput(f"Spark level {level} failed: {first.strip()}") from None
     # shards that received nothing still need an (empty) frontier file
     for p in range(shards):
         if not _path(job, "frontier", level + 1, p).exists():
