@@ -268,6 +268,44 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_path, ma
         out.print(", ".join(f"{k} {v}" for k, v in info.items()))
 
 
+@cli.command("prove")
+@click.argument("spec_name", metavar="SPEC")
+@click.option("--config", "preset", default=None)
+@click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE")
+@click.option("--mutation", default=None)
+@click.option("--property", "properties", multiple=True, help="prove these (default: every property with a Z3 form)")
+@click.option("--brokers", type=click.IntRange(min=1, max=16), default=8, show_default=True, help="up to N brokers")
+@click.option("--depth", type=click.IntRange(min=0), default=6, show_default=True,
+              help="BMC depth used to decide whether a CTI is reachable")
+@click.option("--out", default="traces", show_default=True, type=click.Path(file_okay=False),
+              help="where CTIs are written (JSON: pre/post controller states)")
+@click.option("--json", "as_json", is_flag=True)
+def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth, out, as_json) -> None:
+    """Prove SPEC's properties inductive with Z3 for up to N brokers; print CTIs with their reachability."""
+    from harness.engines import z3prove
+    from harness.registry import load_spec
+
+    spec = load_spec(spec_name)
+    model = spec.bind(spec.config(preset, (), variants, mutation))
+    result = z3prove.prove(model, list(properties) or None, brokers, depth)
+    for cti in result["ctis"]:
+        path = Path(out) / f"{spec_name}-{mutation or 'none'}-{cti['rule']}-{cti['property']}-cti.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(cti, indent=1, sort_keys=True))
+        cti["file"] = str(path)
+    if as_json:
+        print(json.dumps(result, indent=1))
+    else:
+        verdict = "[green]PROVED[/green]" if result["proved"] else "[red]NOT INDUCTIVE[/red]"
+        err.print(f"{verdict} {', '.join(result['properties'])} for 1..{brokers} brokers: "
+                  f"{result['checks']} checks in {result['seconds']} s")
+        for cti in result["ctis"]:
+            err.print(f"CTI {cti['rule']} breaks {cti['property']} ({cti['brokers']} brokers): {cti['reachability']}")
+            err.print(f"  pre:  {cti['pre']}")
+            err.print(f"  post: {cti['post']}  params {cti['params']}  -> {cti['file']}")
+    sys.exit(0 if result["proved"] else 1)
+
+
 @cli.command("corpus")
 @click.option("--out", default="counterexamples", show_default=True, type=click.Path(file_okay=False))
 @click.option("--spec", "names", multiple=True, help="only these specs")

@@ -214,6 +214,8 @@ class Spec:
     mutation_preset: str = "ci"  # the config at which every mutation must be caught
     mutation_presets: dict[str, str] = field(default_factory=dict)  # per-mutation overrides of mutation_preset
     guides: dict[str, list] = field(default_factory=dict)  # mutation -> scenario [(rule, {params})] for guided BFS
+    symbolic: Any = None  # module with make_state/type_ok/init/RULES: the Z3 transition relation (prove)
+    z3_invariants: dict[str, Callable] = field(default_factory=dict)  # property -> (symbolic state) -> Z3 formula
     expected: dict[str, str] = field(default_factory=dict)  # preset -> the known violation it exhibits
     rules: list[Rule] = field(default_factory=list)
     invariants: dict[str, Callable] = field(default_factory=dict)

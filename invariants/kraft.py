@@ -41,6 +41,14 @@ def reassignment_well_formed(cfg, s: State) -> bool:
             and not p.adding & p.removing and (not (p.adding or p.removing) or bool(reps & ~p.removing)))
 
 
+@spec.invariant(name="ElrSubsetOfReplicas")
+def elr_subset_of_replicas(cfg, s: State) -> bool:
+    """Seed variant: ELR members are replicas (completion and cancellation trim them). Kafka keeps
+    removed replicas in the ELR (reference §10), so there this holds vacuously. Found necessary by
+    `harness prove`: without it, an ELR election can put a non-replica into the ISR."""
+    return cfg.completion == "kafka" or not s.partition.elr & ~mask(s.partition.replicas)
+
+
 # -------------------------------------------------------------------------- replication (seed 003)
 
 
@@ -121,3 +129,20 @@ def epochs_monotonic(cfg, s: State) -> bool:
         if log and (log[-1] > p.leader_epoch or list(log) != sorted(log)):
             return False
     return True
+
+
+# ------------------------------------------------------------------ Z3 forms (harness prove)
+# The same structural properties over the symbolic controller state of specs/kraft/symbolic.py.
+
+from specs.kraft import symbolic as _sym  # noqa: E402
+
+spec.symbolic = _sym
+spec.z3_invariants.update({
+    "IsrSubsetOfReplicas": lambda s: s["I"] & ~s["R"] == 0,
+    "LeaderInIsr": lambda s: _sym.z3.Or(s["L"] == 0, _sym.z3.And(s["L"] & s["I"] == s["L"], s["L"] & s["R"] == s["L"])),
+    "ElrDisjointFromIsr": lambda s: s["I"] & s["E"] == 0,
+    "ElrSubsetOfReplicas": lambda s: s["E"] & ~s["R"] == 0,
+    "ReassignmentWellFormed": lambda s: _sym.z3.And(
+        (s["A"] | s["M"]) & ~s["R"] == 0, s["A"] & s["M"] == 0,
+        _sym.z3.Or((s["A"] | s["M"]) == 0, s["R"] & ~s["M"] != 0)),
+})

@@ -224,7 +224,7 @@ def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Par
     if not in_progress(p):
         return None
     isr = p.isr & ~p.adding
-    if choice and (isr & bit(p.leader) or not acceptable & bit(choice)):
+    if choice and (isr & acceptable & bit(p.leader) or not acceptable & bit(choice)):
         return None  # the leader stays, or the pick cannot lead: not a legal choice
     replicas = tuple(r for r in p.replicas if not p.adding >> r & 1)
     safe = size(isr) >= rules.min_isr
