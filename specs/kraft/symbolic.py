@@ -65,8 +65,18 @@ def _pick(current, candidates, choice):
                  z3.If(candidates == 0, choice == 0, z3.And(choice != 0, choice & candidates == choice)))
 
 
-def unchanged_epochs(s, t):
-    return z3.And(t["le"] == s["le"], t["pe"] == s["pe"])
+def _completion(s, t, cfg, mutation, isr, removing, choice):
+    """seed_final_isr + seed_complete: (the completion rules hold, the completion change)."""
+    n = s["n"]
+    zero = z3.BitVecVal(0, n + 1)
+    final = isr if mutation == "keep_removing_in_isr" else isr & ~removing
+    min_ok = z3.BoolVal(True) if mutation == "completion_ignores_min_isr" else popcount(isr & ~removing, n) >= cfg.min_isr
+    change = z3.And(t["R"] == s["R"] & ~removing, t["I"] == final,
+                    t["E"] == z3.If(z3.Or(popcount(final, n) >= cfg.min_isr, not cfg.elr), zero,
+                                    s["E"] & ~removing & ~final),
+                    _pick(s["L"], final & s["live"], choice), t["L"] == choice, t["A"] == 0, t["M"] == 0,
+                    t["le"] == s["le"] + 1, t["pe"] == s["pe"] + 1)
+    return z3.And(s["A"] & ~final == 0, min_ok), change
 
 
 def rule_alter_partition(s, t, cfg, mutation="none"):
@@ -79,16 +89,8 @@ def rule_alter_partition(s, t, cfg, mutation="none"):
     accept = z3.And(X & ~s["R"] == 0, s["L"] != 0, s["L"] & X == s["L"], X & ~s["live"] == 0, one_hot_or_zero(c))
     isr, elr = _isr_change(s, X, cfg)
     in_progress = (s["A"] | s["M"]) != 0
-    final = isr if mutation == "keep_removing_in_isr" else isr & ~s["M"]
-    min_ok = popcount(isr & ~s["M"], n) >= cfg.min_isr
-    if mutation == "completion_ignores_min_isr":
-        min_ok = z3.BoolVal(True)
-    completes = z3.And(in_progress, s["A"] & ~final == 0, min_ok)
-    complete = z3.And(t["R"] == s["R"] & ~s["M"], t["I"] == final,
-                      t["E"] == z3.If(z3.Or(popcount(final, n) >= cfg.min_isr, not cfg.elr), zero,
-                                      s["E"] & ~s["M"] & ~final),
-                      _pick(s["L"], final & s["live"], c), t["L"] == c, t["A"] == 0, t["M"] == 0,
-                      t["le"] == s["le"] + 1, t["pe"] == s["pe"] + 1)
+    rules_hold, complete = _completion(s, t, cfg, mutation, isr, s["M"], c)
+    completes = z3.And(in_progress, rules_hold)
     catch_up = z3.And(t["R"] == s["R"], t["I"] == isr, t["E"] == elr, t["L"] == s["L"], t["A"] == s["A"],
                       t["M"] == s["M"], t["le"] == s["le"], t["pe"] == s["pe"] + 1,
                       z3.Or(isr != s["I"], elr != s["E"]))
@@ -105,15 +107,7 @@ def rule_reassign(s, t, cfg, mutation="none"):
     adding, removing = T & ~s["R"], s["R"] & ~T
     pre = z3.And(s["A"] == 0, s["M"] == 0, T != 0, T & ~all_mask(n, w) == 0, z3.Or(adding != 0, removing != 0),
                  one_hot_or_zero(c))
-    final = s["I"] if mutation == "keep_removing_in_isr" else s["I"] & ~removing
-    min_ok = popcount(s["I"] & ~removing, n) >= cfg.min_isr
-    if mutation == "completion_ignores_min_isr":
-        min_ok = z3.BoolVal(True)
-    complete_now = z3.And(t["R"] == s["R"] & ~removing, t["I"] == final,
-                          t["E"] == z3.If(z3.Or(popcount(final, n) >= cfg.min_isr, not cfg.elr), zero,
-                                          s["E"] & ~removing & ~final),
-                          _pick(s["L"], final & s["live"], c), t["L"] == c, t["A"] == 0, t["M"] == 0,
-                          t["le"] == s["le"] + 1, t["pe"] == s["pe"] + 1)
+    min_ok, complete_now = _completion(s, t, cfg, mutation, s["I"], removing, c)
     start = z3.And(c == 0, t["R"] == s["R"], t["I"] == s["I"], t["E"] == s["E"], t["L"] == s["L"], t["A"] == 0,
                    t["M"] == removing, t["le"] == s["le"], t["pe"] == s["pe"] + 1)
     grow = z3.And(c == 0, t["R"] == s["R"] | T, t["I"] == s["I"], t["E"] == s["E"], t["L"] == s["L"],
