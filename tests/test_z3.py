@@ -97,7 +97,7 @@ def z3_outcomes(rule: str, p: Partition, live: int, cfg) -> set:
     fields = [t["R"], t["I"], t["E"], t["A"], t["M"], t["L"], t["le"], t["pe"]]
     while solver.check() == z3.sat and len(out) < 200:
         m = solver.model()
-        vals = [m.eval(f, model_completion=True) for f in fields]
+        vals = [m.evaluate(f, model_completion=True) for f in fields]
         r, i, e, a, mm, ld, le, pe = [v.as_long() for v in vals]
         out.add((r, i, e, a, mm, ld.bit_length() - 1 if ld else 0, le, pe))
         solver.add(z3.Or(*[f != v for f, v in zip(fields, vals)]))

@@ -25,7 +25,7 @@ from harness.model import Model
 
 
 def _value(m: z3.ModelRef, x, n: int):
-    v = m.eval(x, model_completion=True)
+    v = m.evaluate(x, model_completion=True)
     if z3.is_bv_value(v):
         return [b for b in range(1, n + 1) if v.as_long() >> b & 1]
     return v.as_long() if z3.is_int_value(v) else str(v)
