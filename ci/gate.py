@@ -28,7 +28,8 @@ from harness.engines import bfs  # noqa: E402
 from harness.engines import hypothesis as hyp  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
 from harness.replay import replay  # noqa: E402
-from harness.trace import read_trace, trace_filename, write_trace  # noqa: E402
+from harness.check import write_counterexamples  # noqa: E402
+from harness.trace import read_trace  # noqa: E402
 
 BASELINE = ROOT / "ci" / "baseline.json"
 console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -50,10 +51,9 @@ def exhaust_ci(names: list[str], failures: list[str], out: Path) -> dict:
                                   "coverage": {k: v["distinct"] for k, v in r.coverage.items()}}
         console.print(f"  {name}/ci: {r.stats['distinct']:,} states, depth {r.stats['depth']}, "
                       f"{time.monotonic() - t:.1f} s, {r.outcome}")
+        write_counterexamples(model, r, out, None)
         for v in r.violations:
-            path = out / trace_filename(model, v.outcome, "bfs")
-            write_trace(path, model, v.states, v.actions, v.outcome, "bfs")
-            failures.append(f"{name}/ci violates {v.outcome.property} ({v.depth} steps): {path}")
+            failures.append(f"{name}/ci violates {v.outcome.property} ({v.depth} steps): {v.trace_path}")
         if not r.complete:
             failures.append(f"{name}/ci was not exhausted ({r.stopped_by})")
     return measured
@@ -92,10 +92,9 @@ def hypothesis_ci(names: list[str], failures: list[str], out: Path) -> None:
         r = hyp.explore(model, profile="ci")
         console.print(f"  {name}/{preset}: {r.stats['max_examples']} runs x {r.stats['max_steps']} steps, "
                       f"{r.stats['seconds']:.1f} s, {r.outcome}")
+        write_counterexamples(model, r, out, None)
         for v in r.violations:
-            path = out / trace_filename(model, v.outcome, "hypothesis")
-            write_trace(path, model, v.states, v.actions, v.outcome, "hypothesis")
-            failures.append(f"{name}/{preset} (hypothesis) violates {v.outcome.property}: {path}")
+            failures.append(f"{name}/{preset} (hypothesis) violates {v.outcome.property}: {v.trace_path}")
 
 
 def compare_baseline(measured: dict, failures: list[str]) -> None:

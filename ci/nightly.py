@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.engines import graph, hypothesis as hyp, spark  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
-from harness.trace import trace_filename, write_trace  # noqa: E402
+from harness.check import write_counterexamples  # noqa: E402
 
 QUICK = os.environ.get("NIGHTLY_QUICK") == "1"
 
@@ -32,13 +32,9 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def save_violations(model, result, folder: Path, engine: str) -> list[str]:
-    paths = []
-    for v in result.violations:
-        path = folder / trace_filename(model, v.outcome, engine)
-        write_trace(path, model, v.states, v.actions, v.outcome, engine, None, v.loop)
-        paths.append(str(path.relative_to(folder)))
-    return paths
+def save_violations(model, result, folder: Path) -> list[str]:
+    write_counterexamples(model, result, folder, None)
+    return [str(Path(v.trace_path).relative_to(folder)) for v in result.violations]
 
 
 def run_model(name: str, folder: Path) -> dict:
@@ -57,20 +53,20 @@ def run_model(name: str, folder: Path) -> dict:
     out["spark"] = {"preset": preset, "outcome": r.outcome, "distinct": r.stats["distinct"], "depth": r.stats["depth"],
                     "states_per_depth": r.stats["states_per_depth"], "seconds": round(time.monotonic() - t, 1),
                     "coverage": {k: v["generated"] for k, v in r.coverage.items()},
-                    "traces": save_violations(model, r, folder, "spark")}
+                    "traces": save_violations(model, r, folder)}
     log(f"  {name}/{preset} spark: {r.outcome}, {r.stats['distinct']:,} states, {out['spark']['seconds']} s")
     hp = "large" if "large" in spec.presets and not QUICK else "ci"
     model = spec.bind(spec.config(hp))
     t = time.monotonic()
     r = hyp.explore(model, profile="ci" if QUICK else "nightly", examples=50 if QUICK else None)
     out["hypothesis"] = {"preset": hp, "outcome": r.outcome, "runs": r.stats["max_examples"],
-                         "seconds": round(time.monotonic() - t, 1), "traces": save_violations(model, r, folder, "hypothesis")}
+                         "seconds": round(time.monotonic() - t, 1), "traces": save_violations(model, r, folder)}
     log(f"  {name}/{hp} hypothesis: {r.outcome}, {out['hypothesis']['seconds']} s")
     model = spec.bind(spec.config("tiny"))
     t = time.monotonic()
     r, _ = graph.explore(model)
     out["liveness"] = {"preset": "tiny", "properties": r.stats["liveness"], "states": r.stats["states"],
-                       "seconds": round(time.monotonic() - t, 1), "traces": save_violations(model, r, folder, "graph")}
+                       "seconds": round(time.monotonic() - t, 1), "traces": save_violations(model, r, folder)}
     log(f"  {name}/tiny liveness: {r.stats['liveness']}")
     return out
 

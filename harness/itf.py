@@ -15,6 +15,7 @@ from __future__ import annotations
 import typing
 from typing import Any, Iterator
 
+from harness.bitset import members
 from harness.errors import BadInput
 
 MAX_SAFE = 2**53 - 1
@@ -132,7 +133,7 @@ class IdSet(ItfType):
     name = "set of ids"
 
     def to_itf(self, v: int) -> dict:
-        return {"#set": [i for i in range(v.bit_length()) if v >> i & 1]}
+        return {"#set": members(v)}
 
     def from_itf(self, obj: Any, where: str) -> int:
         if not (isinstance(obj, dict) and set(obj) == {"#set"} and isinstance(obj["#set"], list)):
@@ -152,7 +153,7 @@ class IdSet(ItfType):
         Int().validate(v, where)
 
     def show(self, v: int) -> str:
-        return "{" + ",".join(str(i) for i in range(v.bit_length()) if v >> i & 1) + "}"
+        return "{" + ",".join(map(str, members(v))) + "}"
 
 
 class Seq(ItfType):

@@ -47,5 +47,17 @@ class CheckResult:
             return "violation"
         return "ok" if self.complete else "incomplete"
 
+    def record_coverage(self, rule_names: list[str], action_rule: list[int], generated: list[int],
+                        discovered: list[int]) -> None:
+        """Per-rule coverage from per-action counts, and a warning for every rule that never fired."""
+        self.coverage = {r: {"distinct": 0, "generated": 0} for r in rule_names}
+        for index, rule_index in enumerate(action_rule):
+            c = self.coverage[rule_names[rule_index]]
+            c["distinct"] += discovered[index]
+            c["generated"] += generated[index]
+        where = "in the whole state space" if self.complete else "in the explored part"
+        for rule in self.never_fired():
+            self.warnings.append(f"rule {rule} never fired {where}: usually a modelling error")
+
     def never_fired(self) -> list[str]:
         return [rule for rule, c in self.coverage.items() if c.get("generated", 0) == 0]

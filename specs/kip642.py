@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
+from harness.bitset import mask
 from harness.itf import Bool, ById, IdSet, OptId, Seq
 from harness.model import Config, Spec, fast_replace, param
 
@@ -188,17 +189,6 @@ spec = Spec("kip642", Kip642Config, State, doc=__doc__, presets=PRESETS, mutatio
 
 def servers(cfg):
     return range(1, cfg.servers + 1)
-
-
-def mask(ids) -> int:
-    m = 0
-    for i in ids:
-        m |= 1 << i
-    return m
-
-
-def config_entries(log: tuple) -> list[int]:
-    return [i for i, e in enumerate(log) if e.kind == VOTERS]
 
 
 def voters_of(log: tuple) -> int:

@@ -1,8 +1,6 @@
 """The `kraft` model: seed 000 §4.4 examples through the rules, Kafka's controller logic case by
 case against reference/kafka-controller-semantics.md, variants, mutations and the corpus."""
 
-from pathlib import Path
-
 import pytest
 
 from harness.engines import bfs

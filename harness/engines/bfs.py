@@ -161,12 +161,6 @@ def explore(
         v.outcome = Outcome("deadlock" if prop == "Deadlock" else "invariant", prop)
         result.violations.append(v)
     result.violations.sort(key=lambda v: (v.depth, v.outcome.property or ""))
-    coverage: dict[str, dict[str, int]] = {r: {"distinct": 0, "generated": 0} for r in model.rule_names}
-    for index in range(n_actions):
-        rule = model.rule_names[model.action_rule[index]]
-        coverage[rule]["distinct"] += new_by_action[index]
-        coverage[rule]["generated"] += gen_by_action[index]
-    result.coverage = coverage
     result.stats = {
         "distinct": distinct,
         "generated": generated,
@@ -179,7 +173,5 @@ def explore(
     }
     if not exact:
         result.stats["collision_probability"] = collision_probability(distinct, generated)
-    for rule in result.never_fired():
-        where = "in the whole state space" if result.complete else "in the explored part"
-        result.warnings.append(f"rule {rule} never fired {where}: usually a modelling error")
+    result.record_coverage(model.rule_names, model.action_rule, gen_by_action, new_by_action)
     return result

@@ -194,8 +194,6 @@ def _cycle(g: StateGraph, component: set[int], entry: int, fair: list[int]) -> l
         here = path[-1][0]
     if here != entry:
         steps += _walk(g, component, here, lambda u, v, a: v == entry)
-    elif not steps:
-        steps += _walk(g, component, here, lambda u, v, a: v == entry)
     return steps
 
 
@@ -232,8 +230,6 @@ def check_liveness(g: StateGraph, name: str) -> Violation | None:
     for node, action in _cycle(g, fair_components[in_fair[entry]], entry, fair):
         states.append(g.states[node])
         actions.append(model.actions[action])
-    if len(states) - 1 == loop:  # stuttering: the loop is the last state repeating itself
-        pass
     return Violation(Outcome("liveness", name), states, actions, loop=loop)
 
 

@@ -353,12 +353,6 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     result = CheckResult("spark", complete=stopped_by is None, stopped_by=stopped_by)
     for prop, (depth, fp) in sorted(totals["violations"].items(), key=lambda kv: (kv[1][0], kv[0])):
         result.violations.append(_reconstruct(model, job, depth, fp, prop))
-    coverage = {r: {"distinct": 0, "generated": 0} for r in model.rule_names}
-    for index in range(len(model.actions)):
-        rule = model.rule_names[model.action_rule[index]]
-        coverage[rule]["distinct"] += totals["new_by_action"][index]
-        coverage[rule]["generated"] += totals["gen_by_action"][index]
-    result.coverage = coverage
     result.stats = {"distinct": totals["distinct"], "generated": totals["generated"],
                     "depth": len(totals["states_per_depth"]) - 1, "states_per_depth": totals["states_per_depth"],
                     "seconds": round(elapsed, 3), "shards": shards, "spark_levels": totals["spark_levels"],
@@ -369,8 +363,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     "seconds_without_session_wait": round(elapsed - session.get("waited", 0.0), 3),
                     "spark_level_seconds": round(session.get("level_seconds", 0.0), 2),
                     "states_per_second": round(totals["distinct"] / elapsed) if elapsed else None}
-    for rule in result.never_fired():
-        result.warnings.append(f"rule {rule} never fired {'in the whole state space' if result.complete else 'in the explored part'}: usually a modelling error")
+    result.record_coverage(model.rule_names, model.action_rule, totals["gen_by_action"], totals["new_by_action"])
     return result
 
 

@@ -38,7 +38,7 @@ def _show(sym, m, s: dict) -> dict:
 
 def _reachable(sym, cfg, mutation: str, n: int, target: dict, depth: int) -> int | None:
     """BMC: the smallest k <= depth such that a state equal to `target` (set fields) is reachable."""
-    states = [sym.make_state(f"r0_", n)]
+    states = [sym.make_state("r0_", n)]
     solver = z3.Solver()
     solver.set("timeout", 20_000)
     solver.add(sym.type_ok(states[0]), sym.init(states[0], cfg))
@@ -74,8 +74,9 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
     unknown = [p for p in names if p not in spec.z3_invariants]
     if unknown:
         raise BadInput(f"no Z3 form for property {unknown[0]!r} (have: {', '.join(spec.z3_invariants)})")
-    if cfg.__dict__.get("completion", "seed") != "seed":
-        raise BadInput("the symbolic relation models the seed variant (completion=seed) only")
+    unsupported = getattr(sym, "unsupported", lambda cfg: None)(cfg)
+    if unsupported:
+        raise BadInput(f"no symbolic form for this config: {unsupported}")
     mutation = cfg.mutation
     started = time.monotonic()
     checks, ctis = [], []

@@ -35,8 +35,6 @@ CRASHED = 1  # shut down uncleanly: the unflushed suffix is lost at restart
 FENCED = 2  # running and registered, fenced (no heartbeat yet, or missed heartbeats)
 UNFENCED = 3  # running and unfenced: may lead and join the ISR
 
-STATUS_NAMES = {OFFLINE: "offline", CRASHED: "crashed", FENCED: "fenced", UNFENCED: "unfenced"}
-
 
 @dataclass(frozen=True)
 class KraftConfig(Config):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Annotated, NamedTuple
 
+from harness.bitset import bit, mask, members, size  # noqa: F401 (re-exported for the spec)
 from harness.itf import Bool, IdSet, Int, OptId, Seq
 
 NO_LEADER = 0  # shown as -1 (Kafka's NO_LEADER) in traces
@@ -46,25 +47,6 @@ class Partition(NamedTuple):
 
 
 # -------------------------------------------------------------------------------------- helpers
-
-
-def bit(b: int) -> int:
-    return 1 << b
-
-
-def mask(ids) -> int:
-    m = 0
-    for b in ids:
-        m |= 1 << b
-    return m
-
-
-def members(m: int) -> list[int]:
-    return [b for b in range(m.bit_length()) if m >> b & 1]
-
-
-def size(m: int) -> int:
-    return m.bit_count()
 
 
 def in_progress(p: Partition) -> bool:

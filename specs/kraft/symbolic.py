@@ -85,7 +85,6 @@ def rule_alter_partition(s, t, cfg, mutation="none"):
     w = n + 1
     X = z3.BitVec("X", w)
     c = z3.BitVec("choice", w)
-    zero = z3.BitVecVal(0, w)
     accept = z3.And(X & ~s["R"] == 0, s["L"] != 0, s["L"] & X == s["L"], X & ~s["live"] == 0, one_hot_or_zero(c))
     isr, elr = _isr_change(s, X, cfg)
     in_progress = (s["A"] | s["M"]) != 0
@@ -103,7 +102,6 @@ def rule_reassign(s, t, cfg, mutation="none"):
     w = n + 1
     T = z3.BitVec("T", w)
     c = z3.BitVec("choice", w)
-    zero = z3.BitVecVal(0, w)
     adding, removing = T & ~s["R"], s["R"] & ~T
     pre = z3.And(s["A"] == 0, s["M"] == 0, T != 0, T & ~all_mask(n, w) == 0, z3.Or(adding != 0, removing != 0),
                  one_hot_or_zero(c))
@@ -190,6 +188,11 @@ RULES = {
     "cancel_reassignment": rule_cancel,
     "restart_after_unclean_shutdown": rule_forget_unclean_broker,
 }
+
+
+def unsupported(cfg) -> str | None:
+    """Why this relation does not model `cfg`, if it does not."""
+    return None if cfg.completion == "seed" else "the relation models the seed variant (completion=seed) only"
 
 
 def init(s: dict, cfg):
