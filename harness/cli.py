@@ -19,7 +19,7 @@ from harness.errors import BadInput
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
-ENGINES = ("bfs", "hypothesis", "graph", "spark")
+ENGINES = ("bfs", "hypothesis", "graph", "spark", "z3")
 
 
 def _fail(message: str) -> None:
@@ -91,9 +91,11 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--partitions", type=click.IntRange(min=1), default=None, help="spark: shards (default: cores)")
 @click.option("--checkpoint", default=None, help="spark: checkpoint directory (default under checkpoints/)")
 @click.option("--resume", is_flag=True, help="spark: continue from the checkpoint")
+@click.option("--depth", type=click.IntRange(min=0), default=12, show_default=True,
+              help="z3: bound of the bounded model check (abstract steps)")
 def check(spec_name, preset, settings, variants, mutation, engine, out, as_json, seed, exact, no_deadlock,
           max_states, max_depth, time_limit, keep_going, quiet, profile, examples, steps, master, partitions,
-          checkpoint, resume) -> None:
+          checkpoint, resume, depth) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation."""
     from harness.check import exit_code, summary, write_counterexamples
     from harness.engines import bfs
@@ -111,6 +113,11 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
             result = spark.explore(model, master=master or None, partitions=partitions, checkpoint=checkpoint,
                                    resume=resume, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
                                    check_deadlock=not no_deadlock, progress=progress)
+    elif engine == "z3":
+        from harness.engines import z3bmc
+
+        with _progress(quiet, "bounded model checking with Z3 ...") as progress:
+            result = z3bmc.check(model, depth)
     elif engine == "graph":
         from harness.engines import graph
 
@@ -170,6 +177,10 @@ def _print_result(model, result) -> None:
         for name, r in s.get("liveness", {}).items():
             verdict = "holds" if r["holds"] else f"FAILS (lasso of {r['lasso_length']} steps, loop at {r['loop_start']})"
             bits.append(f"liveness {name}: {verdict}")
+    elif result.engine == "z3":
+        bits = [f"depth {s['depth']} of {s['max_depth']}", f"{s['abstract_candidates']} abstract counterexamples "
+                f"({s['spurious']} spurious)", f"{s['concrete_states_explored']:,} model states to concretize",
+                f"solver {s['solver_seconds']:.2f} s"]
     elif result.engine == "hypothesis":
         bits = [f"profile {s['profile']}", f"{s['max_examples']:,} runs of up to {s['max_steps']} steps",
                 "derandomized" if s["derandomized"] else f"seed {s['seed']}"]
@@ -196,6 +207,9 @@ def _print_result(model, result) -> None:
             err.print(f"[red]VIOLATION[/red] {v.outcome.kind} {v.outcome.property or ''}: {v.depth} steps -> {v.trace_path}")
             if v.note:
                 err.print(f"  note: {v.note}")
+    elif result.engine == "z3":
+        err.print(f"[green]no violation[/green] of {', '.join(result.stats['properties'])} within {result.stats['depth']} "
+                  "abstract steps")
     elif result.complete and result.engine == "hypothesis":
         err.print("[green]no violation[/green] in the whole budget of runs")
     elif result.complete:

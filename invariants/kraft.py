@@ -145,4 +145,5 @@ spec.z3_invariants.update({
     "ReassignmentWellFormed": lambda s: _sym.z3.And(
         (s["A"] | s["M"]) & ~s["R"] == 0, s["A"] & s["M"] == 0,
         _sym.z3.Or((s["A"] | s["M"]) == 0, s["R"] & ~s["M"] != 0)),
+    "CompletionRespectsMinIsr": lambda s: _sym.z3.Not(s["B"]),
 })

@@ -26,6 +26,8 @@ from harness.model import Model
 
 def _value(m: z3.ModelRef, x, n: int):
     v = m.evaluate(x, model_completion=True)
+    if z3.is_bool(v):
+        return z3.is_true(v)
     if z3.is_bv_value(v):
         return [b for b in range(1, n + 1) if v.as_long() >> b & 1]
     return v.as_long() if z3.is_int_value(v) else str(v)
@@ -33,7 +35,7 @@ def _value(m: z3.ModelRef, x, n: int):
 
 def _show(sym, m, s: dict) -> dict:
     n = s["n"]
-    return {k: _value(m, s[k], n) for k in list(sym.FIELDS) + ["live", "le", "pe"]}
+    return {k: _value(m, s[k], n) for k in list(sym.MATCHED) + ["live"]}
 
 
 def _reachable(sym, cfg, mutation: str, n: int, target: dict, depth: int) -> int | None:

@@ -16,6 +16,9 @@ from __future__ import annotations
 import z3
 
 FIELDS = ("R", "I", "E", "A", "M", "L")  # replicas, ISR, ELR, adding, removing, leader (one-hot)
+# Besides FIELDS: `live` (environment input), `le`/`pe` (epochs) and the history flag `B`: some
+# reassignment ended with ISR < MinISR (the state's completed_below_min_isr).
+MATCHED = FIELDS + ("le", "pe", "B")  # what a concrete state determines (project); `live` is free
 
 
 def make_state(prefix: str, n: int) -> dict:
@@ -23,6 +26,7 @@ def make_state(prefix: str, n: int) -> dict:
     s = {f: z3.BitVec(f"{prefix}{f}", w) for f in FIELDS}
     s["live"] = z3.BitVec(f"{prefix}live", w)
     s["le"], s["pe"] = z3.Int(f"{prefix}le"), z3.Int(f"{prefix}pe")
+    s["B"] = z3.Bool(f"{prefix}B")
     s["n"] = n
     return s
 
@@ -65,15 +69,16 @@ def _pick(current, candidates, choice):
                  z3.If(candidates == 0, choice == 0, z3.And(choice != 0, choice & candidates == choice)))
 
 
-def _completion(s, t, cfg, mutation, isr, removing, choice):
-    """seed_final_isr + seed_complete: (the completion rules hold, the completion change)."""
+def _completion(s, t, cfg, mutation, isr, elr, removing, choice):
+    """seed_final_isr + seed_complete from the caught-up (isr, elr): (the completion rules hold,
+    the completion change)."""
     n = s["n"]
     zero = z3.BitVecVal(0, n + 1)
     final = isr if mutation == "keep_removing_in_isr" else isr & ~removing
     min_ok = z3.BoolVal(True) if mutation == "completion_ignores_min_isr" else popcount(isr & ~removing, n) >= cfg.min_isr
     change = z3.And(t["R"] == s["R"] & ~removing, t["I"] == final,
                     t["E"] == z3.If(z3.Or(popcount(final, n) >= cfg.min_isr, not cfg.elr), zero,
-                                    s["E"] & ~removing & ~final),
+                                    elr & ~removing & ~final),
                     _pick(s["L"], final & s["live"], choice), t["L"] == choice, t["A"] == 0, t["M"] == 0,
                     t["le"] == s["le"] + 1, t["pe"] == s["pe"] + 1)
     return z3.And(s["A"] & ~final == 0, min_ok), change
@@ -88,7 +93,7 @@ def rule_alter_partition(s, t, cfg, mutation="none"):
     accept = z3.And(X & ~s["R"] == 0, s["L"] != 0, s["L"] & X == s["L"], X & ~s["live"] == 0, one_hot_or_zero(c))
     isr, elr = _isr_change(s, X, cfg)
     in_progress = (s["A"] | s["M"]) != 0
-    rules_hold, complete = _completion(s, t, cfg, mutation, isr, s["M"], c)
+    rules_hold, complete = _completion(s, t, cfg, mutation, isr, elr, s["M"], c)
     completes = z3.And(in_progress, rules_hold)
     catch_up = z3.And(t["R"] == s["R"], t["I"] == isr, t["E"] == elr, t["L"] == s["L"], t["A"] == s["A"],
                       t["M"] == s["M"], t["le"] == s["le"], t["pe"] == s["pe"] + 1,
@@ -105,7 +110,7 @@ def rule_reassign(s, t, cfg, mutation="none"):
     adding, removing = T & ~s["R"], s["R"] & ~T
     pre = z3.And(s["A"] == 0, s["M"] == 0, T != 0, T & ~all_mask(n, w) == 0, z3.Or(adding != 0, removing != 0),
                  one_hot_or_zero(c))
-    min_ok, complete_now = _completion(s, t, cfg, mutation, s["I"], removing, c)
+    min_ok, complete_now = _completion(s, t, cfg, mutation, s["I"], s["E"], removing, c)
     start = z3.And(c == 0, t["R"] == s["R"], t["I"] == s["I"], t["E"] == s["E"], t["L"] == s["L"], t["A"] == 0,
                    t["M"] == removing, t["le"] == s["le"], t["pe"] == s["pe"] + 1)
     grow = z3.And(c == 0, t["R"] == s["R"] | T, t["I"] == s["I"], t["E"] == s["E"], t["L"] == s["L"],
@@ -180,13 +185,28 @@ def rule_forget_unclean_broker(s, t, cfg, mutation="none"):
                   t["M"] == s["M"], t["le"] == s["le"], t["pe"] == s["pe"] + (0 if keep else 1)), [b]
 
 
+def _history(rule, completes: bool):
+    """Adds the history flag B, as commit_partition keeps it: set when a change completes a
+    reassignment with ISR < MinISR, never cleared. Cancellation is not a completion (and does not
+    go through commit_partition), so it and the other rules leave B unchanged."""
+    def relation(s, t, cfg, mutation="none"):
+        rel, params = rule(s, t, cfg, mutation)
+        if not completes:
+            return z3.And(rel, t["B"] == s["B"]), params
+        ends = z3.And((s["A"] | s["M"]) != 0, (t["A"] | t["M"]) == 0)
+        below = popcount(t["I"], s["n"]) < cfg.min_isr
+        return z3.And(rel, t["B"] == z3.Or(s["B"], z3.And(ends, below))), params
+    relation.__doc__ = rule.__doc__
+    return relation
+
+
 RULES = {
-    "handle_alter_partition": rule_alter_partition,
-    "alter_partition_reassignments": rule_reassign,
-    "remove_broker": rule_remove_broker,
-    "clean_election": rule_clean_election,
-    "cancel_reassignment": rule_cancel,
-    "restart_after_unclean_shutdown": rule_forget_unclean_broker,
+    "handle_alter_partition": _history(rule_alter_partition, completes=True),
+    "alter_partition_reassignments": _history(rule_reassign, completes=True),
+    "remove_broker": _history(rule_remove_broker, completes=False),
+    "clean_election": _history(rule_clean_election, completes=False),
+    "cancel_reassignment": _history(rule_cancel, completes=False),
+    "restart_after_unclean_shutdown": _history(rule_forget_unclean_broker, completes=False),
 }
 
 
@@ -198,4 +218,29 @@ def unsupported(cfg) -> str | None:
 def init(s: dict, cfg):
     """Any settled partition with an in-sync leader (the config's initial state is one of them)."""
     return z3.And(s["A"] == 0, s["M"] == 0, s["E"] == 0, s["R"] != 0, s["I"] & ~s["R"] == 0, s["L"] != 0,
-                  s["L"] & s["I"] == s["L"], s["le"] >= 0, s["pe"] >= 0)
+                  s["L"] & s["I"] == s["L"], s["le"] >= 0, s["pe"] >= 0, z3.Not(s["B"]))
+
+
+def brokers(cfg) -> int:
+    """The broker count of a config (the bit-vector width of its symbolic states, minus one)."""
+    return cfg.brokers
+
+
+def project(cfg, state) -> dict:
+    """The symbolic fields (MATCHED) a concrete model state determines; BMC matches its abstract
+    counterexample against these to rebuild a full-model trace."""
+    p = state.partition
+    return {"R": sum(1 << r for r in p.replicas), "I": p.isr, "E": p.elr, "A": p.adding, "M": p.removing,
+            "L": 1 << p.leader if p.leader else 0, "le": p.leader_epoch, "pe": p.partition_epoch,
+            "B": state.completed_below_min_isr}
+
+
+def bounds(s: dict, t: dict, cfg):
+    """What a concrete config fixes about one step and the relation leaves free (used by BMC from
+    the config's initial state, not by `prove`): reassignments go to the config's targets."""
+    w = s["n"] + 1
+    targets = [z3.BitVecVal(sum(1 << r for r in target), w) for target in cfg.targets]
+    settled, moving = (s["A"] | s["M"]) == 0, (t["A"] | t["M"]) != 0
+    starts = z3.And(settled, z3.Or(moving, t["R"] != s["R"]))
+    target = z3.If(moving, t["R"] & ~t["M"], t["R"])
+    return z3.Implies(starts, z3.Or(*[target == v for v in targets]))

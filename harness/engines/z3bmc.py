@@ -1,0 +1,217 @@
+"""Bounded model checking with Z3, with counterexamples rebuilt as full-model traces.
+
+A spec's symbolic form (`spec.symbolic`) is a transition relation over an abstraction of its state
+(for kraft: the controller's partition metadata; the data plane is abstracted away). The relation
+is unrolled from the config's initial state(s), `project`ed onto that abstraction, and Z3 is asked
+for the smallest k at which some property with a Z3 form fails in s_k.
+
+An abstract counterexample is a sequence of abstract states, not yet a run of the model: each
+abstract step may need data-plane steps first (a fetch before an AlterPartition). It is
+concretized by a BFS over the real model restricted to runs whose projection follows the abstract
+sequence (steps that keep the projection are free; every other step must reach the next abstract
+state). The first concrete state that violates the property ends the search, so the trace is the
+shortest run following that abstract sequence, and `replay` reproduces it like any other.
+
+If an abstract sequence cannot be followed (spurious: the abstraction allows more than the model,
+e.g. any reassignment target), the prefix where the concrete search got stuck is blocked in the
+solver and the next candidate is tried (a small CEGAR loop). Candidates are tried at every abstract
+depth below the best concrete length found, so the reported trace is the shortest over all the
+abstract counterexamples examined; `stats.exhaustive` says whether that covered all of them.
+"""
+
+from __future__ import annotations
+
+import time
+
+import z3
+
+from harness.errors import BadInput
+from harness.model import Model
+from harness.result import CheckResult, Violation
+from harness.trace import Outcome
+
+
+def symbolic_form(model: Model):
+    """The spec's symbolic module, or a one-line reason why there is none for this config."""
+    sym, spec = model.spec.symbolic, model.spec
+    if sym is None or not spec.z3_invariants:
+        raise BadInput(f"spec {spec.name!r} has no symbolic (Z3) form yet")
+    why = getattr(sym, "unsupported", lambda cfg: None)(model.config)
+    if why:
+        raise BadInput(f"no symbolic form for this config: {why}")
+    return sym
+
+
+def value_of(m: z3.ModelRef, x):
+    v = m.evaluate(x, model_completion=True)
+    if z3.is_bool(v):
+        return z3.is_true(v)
+    return v.as_long()
+
+
+def const(x, v):
+    """A Z3 literal of x's sort with Python value v."""
+    if z3.is_bool(x):
+        return z3.BoolVal(bool(v))
+    if z3.is_bv(x):
+        return z3.BitVecVal(v, x.size())
+    return z3.IntVal(v)
+
+
+class Unrolling:
+    """Paths s_0 -> s_1 -> ... of a symbolic relation, kept in one incremental solver.
+
+    Every step picks one rule: `rule_i` (an integer) names it, so a model of the path says which
+    rule fired at each step; each rule's parameters are fresh per step."""
+
+    def __init__(self, sym, cfg, n: int, init, timeout_ms: int = 60_000, bounded: bool = True) -> None:
+        self.sym, self.cfg, self.n = sym, cfg, n
+        self.rule_names = list(sym.RULES)
+        self.solver = z3.Solver()
+        self.solver.set("timeout", timeout_ms)
+        self.states = [sym.make_state("u0_", n)]
+        self.choices: list = []
+        self.solver.add(sym.type_ok(self.states[0]), init(self.states[0]))
+
+    def extend(self) -> None:
+        k = len(self.states) - 1
+        s, t = self.states[k], self.sym.make_state(f"u{k + 1}_", self.n)
+        which = z3.Int(f"rule_{k}")
+        steps = []
+        for i, rule in enumerate(self.sym.RULES.values()):
+            rel, params = rule(s, t, self.cfg, self.cfg.mutation)
+            fresh = {p: z3.FreshConst(p.sort(), f"p{k}_{i}_") for p in params}
+            steps.append(z3.And(which == i, z3.substitute(rel, *fresh.items()) if fresh else rel))
+        bounds = getattr(self.sym, "bounds", None)
+        self.solver.add(self.sym.type_ok(t), z3.Or(*steps), bounds(s, t, self.cfg) if bounds else True)
+        self.states.append(t)
+        self.choices.append(which)
+
+    def ensure(self, k: int) -> None:
+        while len(self.states) <= k:
+            self.extend()
+
+    def equals(self, s: dict, values: dict):
+        return z3.And(*[s[f] == const(s[f], v) for f, v in values.items()])
+
+    def path(self, m: z3.ModelRef, k: int) -> tuple[list[dict], list[str]]:
+        """The abstract states s_0..s_k (matched fields) and the rules taken, from a model."""
+        states = [{f: value_of(m, s[f]) for f in self.sym.MATCHED} for s in self.states[:k + 1]]
+        rules = [self.rule_names[value_of(m, c)] for c in self.choices[:k]]
+        return states, rules
+
+
+def initial_constraint(model: Model, sym):
+    projections = [sym.project(model.config, s) for s in model.init_states()]
+
+    def init(s):
+        return z3.Or(*[z3.And(*[s[f] == const(s[f], v) for f, v in p.items()]) for p in projections])
+    return init
+
+
+def concretize(model: Model, sym, abstract: list[dict], properties: list[str], max_states: int):
+    """Shortest model run whose projection follows `abstract` and that ends violating one of
+    `properties`. Returns (violation or None, furthest abstract index reached, states explored)."""
+    cfg, k = model.config, len(abstract) - 1
+    key_of = [tuple(sorted(a.items())) for a in abstract]
+
+    def index_of(state, i):
+        p = tuple(sorted(sym.project(cfg, state).items()))
+        if p == key_of[i]:
+            return i
+        return i + 1 if i < k and p == key_of[i + 1] else None
+
+    parent: dict = {}
+    frontier = []
+    for s in model.init_states():
+        if tuple(sorted(sym.project(cfg, s).items())) == key_of[0]:
+            parent[(s, 0)] = None
+            frontier.append((s, 0))
+    reached = 0
+    while frontier and len(parent) < max_states:
+        nxt = []
+        for node in frontier:
+            state, i = node
+            for action, t in model.successors(state):
+                j = index_of(t, i)
+                if j is None or (t, j) in parent:
+                    continue
+                parent[(t, j)] = (node, action)
+                reached = max(reached, j)
+                bad = [p for p in properties if not model.holds(p, t)] if j == k else []
+                if bad:
+                    states, actions, cur = [t], [], (t, j)
+                    while parent[cur] is not None:
+                        cur, a = parent[cur]
+                        states.append(cur[0])
+                        actions.append(model.describe_action(a))
+                    return Violation(Outcome("invariant", bad[0]), states[::-1], [None] + actions[::-1]), reached, len(parent)
+                nxt.append((t, j))
+        frontier = nxt
+    return None, reached, len(parent)
+
+
+def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_states: int = 2_000_000,
+          timeout_ms: int = 60_000) -> CheckResult:
+    sym = symbolic_form(model)
+    spec, cfg = model.spec, model.config
+    started = time.monotonic()
+    properties = [p for p in spec.z3_invariants if p in spec.invariants]
+    unroll = Unrolling(sym, cfg, sym.brokers(cfg), initial_constraint(model, sym), timeout_ms)
+    solver = unroll.solver
+    best: Violation | None = None
+    best_abstract: list[str] = []
+    candidates = spurious = concrete_states = 0
+    exhaustive = True
+    solver_seconds = 0.0
+    depth_reached = 0
+    for k in range(depth + 1):
+        if best is not None and k >= best.depth:
+            break  # every abstract step is at least one model step: no shorter run can come from here
+        unroll.ensure(k)
+        depth_reached = k
+        s_k = unroll.states[k]
+        bad_k = z3.Or(*[z3.Not(spec.z3_invariants[p](s_k)) for p in properties])
+        while True:
+            if candidates >= max_candidates:
+                exhaustive = False
+                break
+            solver.push()
+            solver.add(bad_k)
+            t0 = time.monotonic()
+            verdict = solver.check()
+            solver_seconds += time.monotonic() - t0
+            if verdict != z3.sat:
+                solver.pop()
+                if verdict == z3.unknown:
+                    exhaustive = False
+                break
+            abstract, rules = unroll.path(solver.model(), k)
+            solver.pop()
+            candidates += 1
+            v, reached, explored = concretize(model, sym, abstract, properties, max_concrete_states)
+            concrete_states += explored
+            if explored >= max_concrete_states:
+                exhaustive = False  # the blocked prefix below may have been followable after all
+            if v is None:
+                spurious += 1
+                stuck = min(reached + 1, k)  # the first abstract state the model could not reach
+                solver.add(z3.Not(z3.And(*[unroll.equals(unroll.states[i], abstract[i]) for i in range(stuck + 1)])))
+                continue
+            if best is None or v.depth < best.depth:
+                best, best_abstract = v, rules
+            solver.add(z3.Not(z3.And(*[unroll.equals(unroll.states[i], abstract[i]) for i in range(k + 1)])))
+    result = CheckResult(engine="z3", complete=False, stopped_by="max-depth")
+    if best is not None:
+        best.note = (f"BMC: abstract counterexample of {len(best_abstract)} controller steps "
+                     f"({', '.join(best_abstract)}), concretized into {best.depth} model steps")
+        result.violations.append(best)
+        result.stopped_by = "violation"
+    result.stats = {"depth": depth_reached, "max_depth": depth, "properties": properties,
+                    "abstract_candidates": candidates, "spurious": spurious, "exhaustive": exhaustive,
+                    "abstract_length": len(best_abstract) if best else None,
+                    "concrete_states_explored": concrete_states, "solver_seconds": round(solver_seconds, 2),
+                    "seconds": round(time.monotonic() - started, 2)}
+    if not exhaustive:
+        result.warnings.append("candidate budget or solver timeout reached: the trace may not be the shortest")
+    return result
