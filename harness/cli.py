@@ -292,7 +292,7 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_path, ma
 @click.option("--depth", type=click.IntRange(min=0), default=6, show_default=True,
               help="BMC depth used to decide whether a CTI is reachable")
 @click.option("--out", default="traces", show_default=True, type=click.Path(file_okay=False),
-              help="where CTIs are written (JSON: pre/post controller states)")
+              help="where CTIs are written (two-state ITF traces over the symbolic state)")
 @click.option("--json", "as_json", is_flag=True)
 def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth, out, as_json) -> None:
     """Prove SPEC's properties inductive with Z3 for up to N brokers; print CTIs with their reachability."""
@@ -303,9 +303,9 @@ def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth,
     model = spec.bind(spec.config(preset, (), variants, mutation))
     result = z3prove.prove(model, list(properties) or None, brokers, depth)
     for cti in result["ctis"]:
-        path = Path(out) / f"{spec_name}-{mutation or 'none'}-{cti['rule']}-{cti['property']}-cti.json"
+        path = Path(out) / f"{spec_name}-{mutation or 'none'}-{cti['rule']}-{cti['property']}-cti.itf.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(cti, indent=1, sort_keys=True))
+        path.write_text(json.dumps(z3prove.cti_itf(result, cti), indent=1))
         cti["file"] = str(path)
     if as_json:
         print(json.dumps(result, indent=1))

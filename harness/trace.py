@@ -169,6 +169,9 @@ def read_trace(path: str | Path) -> Trace:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{p}: not JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}") from None
+    if isinstance(doc, dict) and isinstance(doc.get("#meta"), dict) and doc["#meta"].get("kind") == "cti":
+        raise BadInput(f"{p}: a counterexample to induction (two symbolic states), not a run of the model; "
+                       "`check --engine z3` gives a replayable trace")
     try:
         jsonschema.validate(doc, TRACE_SCHEMA)
     except jsonschema.ValidationError as exc:

@@ -98,7 +98,7 @@ def python_outcomes(rule: str, p: Partition, live: int, rules: Rules) -> set:
 
 def z3_outcomes(rule: str, p: Partition, live: int, cfg) -> set:
     s, t = sym.make_state("s_", N), sym.make_state("t_", N)
-    rel, _ = sym.RULES[rule](s, t, cfg)
+    rel, _ = sym.RULES[rule](s, t, cfg, cfg.mutation)
     solver = z3.Solver()
     solver.add(*concrete(s, p, live), rel, sym.type_ok(t))
     out = set()
@@ -112,14 +112,25 @@ def z3_outcomes(rule: str, p: Partition, live: int, cfg) -> set:
     return out
 
 
+_GRAPHS: dict = {}
+
+
+def tiny_graph(mutation=None):
+    """The full state graph of tiny plus one fault (cached: several tests walk it)."""
+    if mutation not in _GRAPHS:
+        from harness.engines import graph
+
+        model = SPEC.bind(SPEC.config("tiny", ["max_faults=1"], mutation=mutation))
+        _GRAPHS[mutation] = (model, graph.build(model, check_safety=False)[0])
+    return _GRAPHS[mutation]
+
+
 def reachable_partitions(random_states=400):
     """Controller states: those of the real model's reachable states, then random ones that satisfy
     the structural invariants (the rules' contract), deterministic."""
     import random
 
-    from harness.engines import graph
-
-    g, _ = graph.build(SPEC.bind(SPEC.config("tiny", ["max_faults=1"])), check_safety=False)
+    _, g = tiny_graph()
     seen = {}
     for state in g.states:
         p = state.partition._replace(last_known_elr=0)
@@ -139,10 +150,16 @@ def reachable_partitions(random_states=400):
     return list(seen.values())
 
 
-@pytest.mark.parametrize("rule", sorted(sym.RULES))
-def test_rule_relation_models_are_exactly_the_python_successors(rule):
-    cfg = SPEC.config("tiny")
-    rules = Rules(cfg.min_isr, cfg.elr, cfg.unclean)
+CONTROLLER_MUTATIONS = ("completion_ignores_min_isr", "keep_removing_in_isr")
+
+
+@pytest.mark.parametrize("rule,mutation", [(r, "none") for r in sorted(sym.RULES)] +
+                         [(r, m) for r in ("handle_alter_partition", "alter_partition_reassignments")
+                          for m in CONTROLLER_MUTATIONS])
+def test_rule_relation_models_are_exactly_the_python_successors(rule, mutation):
+    """Also under the mutations the relation models: BMC's shortest-trace claim rests on it."""
+    cfg = SPEC.config("tiny", mutation=mutation)
+    rules = Rules(cfg.min_isr, cfg.elr, cfg.unclean, mutation)
     checked = 0
     for p in reachable_partitions():
         for live in (SUBSETS[-1], SUBSETS[-1] & ~(1 << 1), 0):
@@ -166,3 +183,69 @@ def test_prove_proves_the_correct_model_and_labels_a_mutation_cti_reachable(cli)
     assert not weak["proved"] and all(c["reachable_depth"] is None for c in weak["ctis"])
     code, _, err = cli("prove", "kip642")
     assert code == 2 and "no symbolic" in err
+
+
+@pytest.mark.parametrize("mutation", [None, *CONTROLLER_MUTATIONS])
+def test_every_model_step_is_a_stutter_or_a_step_of_the_relation(mutation):
+    """The relation over-approximates the model: each edge of the tiny+fault state graph keeps the
+    projection or is one step of some rule (within the config's bounds). BMC's concretization, and
+    its claim that no shorter run exists, rest on this."""
+    from harness.engines.z3bmc import Unrolling
+
+    model, g = tiny_graph(mutation)
+    cfg = model.config
+    proj = [tuple(sorted(sym.project(cfg, s).items())) for s in g.states]
+    pairs = {(proj[a], proj[b]) for a, b in g.graph.edges() if proj[a] != proj[b]}
+    assert len(pairs) >= 30, len(pairs)
+    unroll = Unrolling(sym, cfg, sym.brokers(cfg), lambda s: z3.BoolVal(True))
+    unroll.ensure(1)
+    s, t = unroll.states
+    for before, after in sorted(pairs):
+        unroll.solver.push()
+        unroll.solver.add(unroll.equals(s, dict(before)), unroll.equals(t, dict(after)))
+        assert unroll.solver.check() == z3.sat, (before, after)
+        unroll.solver.pop()
+
+
+@pytest.mark.parametrize("mutation", CONTROLLER_MUTATIONS)
+def test_bmc_finds_a_replayable_counterexample_as_short_as_bfs(mutation, tmp_path):
+    from harness.check import write_counterexamples
+    from harness.engines import bfs, z3bmc
+    from harness.replay import replay
+    from harness.trace import read_trace
+
+    model = SPEC.bind(SPEC.config("ci", mutation=mutation))
+    shortest = bfs.explore(model).violations[0]
+    r = z3bmc.check(model, depth=8)
+    assert r.stats["exhaustive"] and len(r.violations) == 1
+    v = r.violations[0]
+    assert v.depth == shortest.depth and v.outcome.property == shortest.outcome.property
+    assert r.stats["abstract_length"] < v.depth  # data-plane steps were filled in
+    write_counterexamples(model, r, tmp_path, None)
+    trace = read_trace(v.trace_path)
+    assert trace.meta["engine"] == "z3" and replay(trace).ok
+
+
+def test_bmc_agrees_with_bfs_where_nothing_is_wrong(cli, tmp_path):
+    model = SPEC.bind(SPEC.config("tiny", mutation="completion_ignores_min_isr"))  # survives at tiny (BFS too)
+    from harness.engines import bfs, z3bmc
+
+    assert not bfs.explore(model).violations
+    r = z3bmc.check(model, depth=10)
+    assert not r.violations and r.stats["depth"] == 10
+    code, _, err = cli("check", "kip642", "--engine", "z3", "--out", tmp_path)
+    assert code == 2 and "no symbolic" in err and "Traceback" not in err
+
+
+def test_prove_labels_the_min_isr_mutation_cti_reachable_and_writes_itf(cli, tmp_path):
+    code, _, err = cli("prove", "kraft", "--config", "ci", "--mutation", "completion_ignores_min_isr", "--brokers", "3",
+                       "--out", tmp_path)
+    assert code == 1 and "reachable in" in err
+    [path] = tmp_path.glob("*CompletionRespectsMinIsr-cti.itf.json")
+    import json
+
+    doc = json.loads(path.read_text())
+    assert doc["#meta"]["kind"] == "cti" and len(doc["states"]) == 2
+    assert doc["states"][0]["B"] is False and doc["states"][1]["B"] is True
+    code, _, err = cli("replay", path)
+    assert code == 2 and "counterexample to induction" in err

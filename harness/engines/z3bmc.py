@@ -65,7 +65,7 @@ class Unrolling:
     rule fired at each step; each rule's parameters are fresh per step."""
 
     def __init__(self, sym, cfg, n: int, init, timeout_ms: int = 60_000, bounded: bool = True) -> None:
-        self.sym, self.cfg, self.n = sym, cfg, n
+        self.sym, self.cfg, self.n, self.bounded = sym, cfg, n, bounded
         self.rule_names = list(sym.RULES)
         self.solver = z3.Solver()
         self.solver.set("timeout", timeout_ms)
@@ -82,7 +82,7 @@ class Unrolling:
             rel, params = rule(s, t, self.cfg, self.cfg.mutation)
             fresh = {p: z3.FreshConst(p.sort(), f"p{k}_{i}_") for p in params}
             steps.append(z3.And(which == i, z3.substitute(rel, *fresh.items()) if fresh else rel))
-        bounds = getattr(self.sym, "bounds", None)
+        bounds = getattr(self.sym, "bounds", None) if self.bounded else None
         self.solver.add(self.sym.type_ok(t), z3.Or(*steps), bounds(s, t, self.cfg) if bounds else True)
         self.states.append(t)
         self.choices.append(which)
@@ -109,9 +109,11 @@ def initial_constraint(model: Model, sym):
     return init
 
 
-def concretize(model: Model, sym, abstract: list[dict], properties: list[str], max_states: int):
-    """Shortest model run whose projection follows `abstract` and that ends violating one of
-    `properties`. Returns (violation or None, furthest abstract index reached, states explored)."""
+def concretize(model: Model, sym, abstract: list[dict], properties: list[str], max_states: int,
+               max_length: int | None = None):
+    """Shortest model run (of at most `max_length` steps) whose projection follows `abstract` and
+    that ends violating one of `properties`. Returns (violation or None, furthest abstract index
+    reached, states explored)."""
     cfg, k = model.config, len(abstract) - 1
     key_of = [tuple(sorted(a.items())) for a in abstract]
 
@@ -127,8 +129,9 @@ def concretize(model: Model, sym, abstract: list[dict], properties: list[str], m
         if tuple(sorted(sym.project(cfg, s).items())) == key_of[0]:
             parent[(s, 0)] = None
             frontier.append((s, 0))
-    reached = 0
-    while frontier and len(parent) < max_states:
+    reached, length = 0, 0
+    while frontier and len(parent) < max_states and (max_length is None or length < max_length):
+        length += 1
         nxt = []
         for node in frontier:
             state, i = node
@@ -189,7 +192,10 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
             abstract, rules = unroll.path(solver.model(), k)
             solver.pop()
             candidates += 1
-            v, reached, explored = concretize(model, sym, abstract, properties, max_concrete_states)
+            # Only runs shorter than the best one matter; blocking a prefix that could not be followed
+            # within that length loses nothing shorter.
+            v, reached, explored = concretize(model, sym, abstract, properties, max_concrete_states,
+                                              None if best is None else best.depth - 1)
             concrete_states += explored
             if explored >= max_concrete_states:
                 exhaustive = False  # the blocked prefix below may have been followable after all

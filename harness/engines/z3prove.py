@@ -20,6 +20,7 @@ import time
 
 import z3
 
+from harness.engines.z3bmc import Unrolling, symbolic_form
 from harness.errors import BadInput
 from harness.model import Model
 
@@ -38,47 +39,31 @@ def _show(sym, m, s: dict) -> dict:
     return {k: _value(m, s[k], n) for k in list(sym.MATCHED) + ["live"]}
 
 
-def _reachable(sym, cfg, mutation: str, n: int, target: dict, depth: int) -> int | None:
-    """BMC: the smallest k <= depth such that a state equal to `target` (set fields) is reachable."""
-    states = [sym.make_state("r0_", n)]
-    solver = z3.Solver()
-    solver.set("timeout", 20_000)
-    solver.add(sym.type_ok(states[0]), sym.init(states[0], cfg))
-
-    def equals(s):
-        w = n + 1
-        return z3.And(*[s[f] == z3.BitVecVal(sum(1 << b for b in target[f]), w) for f in sym.FIELDS])
-
+def _reachable_cti(sym, cfg, n: int, rule, prop, depth: int):
+    """BMC from init: the smallest k <= depth such that a state reachable in k steps steps by `rule`
+    into a state violating `prop`; (k, pre, post, params) from that run, or None."""
+    unroll = Unrolling(sym, cfg, n, lambda s: sym.init(s, cfg), bounded=False)
     for k in range(depth + 1):
-        solver.push()
-        solver.add(equals(states[k]))
-        if solver.check() == z3.sat:
-            return k
-        solver.pop()
-        s, t = states[k], sym.make_state(f"r{k + 1}_", n)
-        steps = []
-        for i, rule in enumerate(sym.RULES.values()):
-            rel, params = rule(s, t, cfg, mutation)
-            fresh = {p: z3.FreshConst(p.sort(), f"p{k}_{i}_") for p in params}
-            steps.append(z3.substitute(rel, *fresh.items()) if fresh else rel)
-        solver.add(sym.type_ok(t), z3.Or(*steps))
-        states.append(t)
+        unroll.ensure(k)
+        s, t = unroll.states[k], sym.make_state(f"cti{k}_", n)
+        rel, params = rule(s, t, cfg, cfg.mutation)
+        unroll.solver.push()
+        unroll.solver.add(rel, sym.type_ok(t), z3.Not(prop(t)))
+        if unroll.solver.check() == z3.sat:
+            m = unroll.solver.model()
+            return k, _show(sym, m, s), _show(sym, m, t), {str(x): _value(m, x, n) for x in params}
+        unroll.solver.pop()
     return None
 
 
 def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 8, reach_depth: int = 6,
           timeout_ms: int = 60_000) -> dict:
     spec, cfg = model.spec, model.config
-    sym = spec.symbolic
-    if sym is None or not spec.z3_invariants:
-        raise BadInput(f"spec {spec.name!r} has no symbolic (Z3) form yet")
+    sym = symbolic_form(model)
     names = properties or list(spec.z3_invariants)
     unknown = [p for p in names if p not in spec.z3_invariants]
     if unknown:
         raise BadInput(f"no Z3 form for property {unknown[0]!r} (have: {', '.join(spec.z3_invariants)})")
-    unsupported = getattr(sym, "unsupported", lambda cfg: None)(cfg)
-    if unsupported:
-        raise BadInput(f"no symbolic form for this config: {unsupported}")
     mutation = cfg.mutation
     started = time.monotonic()
     checks, ctis = [], []
@@ -101,16 +86,41 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
                 entry = {"brokers": n, "rule": rule_name, "property": p,
                          "result": {"unsat": "proved", "sat": "CTI"}.get(str(verdict), "unknown")}
                 checks.append(entry)
-                if verdict == z3.sat and not any(c["rule"] == rule_name and c["property"] == p for c in ctis):
-                    m = solver.model()
-                    pre, post = _show(sym, m, s), _show(sym, m, t)
-                    k = _reachable(sym, cfg, mutation, n, pre, reach_depth)
-                    label = (f"reachable in {k} steps: real violation" if k is not None else
-                             f"unreachable within {reach_depth} steps: the property is too weak to be inductive")
-                    ctis.append({"brokers": n, "rule": rule_name, "property": p, "pre": pre, "post": post,
-                                 "params": {str(x): _value(m, x, n) for x in params}, "reachability": label,
-                                 "reachable_depth": k})
+                if verdict != z3.sat:
+                    continue
+                seen = next((c for c in ctis if c["rule"] == rule_name and c["property"] == p), None)
+                if seen is not None and seen["reachable_depth"] is not None:
+                    continue  # one reachable CTI per rule and property is enough
+                m = solver.model()
+                cti = {"brokers": n, "rule": rule_name, "property": p, "pre": _show(sym, m, s), "post": _show(sym, m, t),
+                       "params": {str(x): _value(m, x, n) for x in params}, "reachable_depth": None,
+                       "reachability": f"unreachable within {reach_depth} steps: the property is too weak to be inductive"}
+                # Prefer a CTI whose pre-state is reachable: a real violation, shown as the run reaching it.
+                found = _reachable_cti(sym, cfg, n, rule, spec.z3_invariants[p], reach_depth)
+                if found is not None:
+                    k, cti["pre"], cti["post"], cti["params"] = found
+                    cti["reachable_depth"] = k
+                    cti["reachability"] = f"reachable in {k} steps: real violation"
+                if seen is None:
+                    ctis.append(cti)
+                elif seen["reachable_depth"] is None and found is not None:
+                    ctis[ctis.index(seen)] = cti
     proved = all(c["result"] == "proved" or c["rule"] == "init" and c["result"] == "unsat" for c in checks)
     return {"spec": spec.name, "mutation": mutation, "properties": names, "max_brokers": max_brokers,
             "proved": proved, "seconds": round(time.monotonic() - started, 2), "checks": len(checks),
             "failed": [c for c in checks if c["result"] not in ("proved", "unsat")], "ctis": ctis}
+
+
+def cti_itf(result: dict, cti: dict) -> dict:
+    """A CTI as a two-state ITF trace over the symbolic state (sets as #set, epochs as integers).
+    It is not a run of the model (its pre-state is any state satisfying the invariants), so it is
+    for reading, not for `replay`."""
+    def itf(v):
+        return {"#set": v} if isinstance(v, list) else v
+    states = [{"#meta": {"index": i}, **{k: itf(v) for k, v in st.items()}} for i, st in enumerate((cti["pre"], cti["post"]))]
+    meta = {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
+            "description": f"counterexample to induction: {cti['rule']} breaks {cti['property']}",
+            "spec": result["spec"], "mutation": result["mutation"], "kind": "cti", "rule": cti["rule"],
+            "property": cti["property"], "brokers": cti["brokers"], "params": cti["params"],
+            "reachability": cti["reachability"], "reachable_depth": cti["reachable_depth"]}
+    return {"#meta": meta, "vars": list(cti["pre"]), "states": states}
