@@ -27,8 +27,9 @@ nightly: $(STAMP)  ## the nightly job (ci/nightly.py): Spark exhaustion, Hypothe
 ci-baseline: $(STAMP)  ## rewrite ci/baseline.json from the current models
 	$(PY) ci/gate.py --write-baseline
 
-bench: $(STAMP)
+bench: $(STAMP)  ## BFS and Spark measurements -> bench/results/
 	$(PY) bench/bfs_bench.py
+	$(PY) bench/spark_bench.py
 
 counterexamples: $(STAMP)  ## regenerate the committed counterexample corpus
 	$(PY) -m harness corpus

@@ -19,6 +19,7 @@ ITF with `loop`.
 from __future__ import annotations
 
 import heapq
+import json
 import time
 from collections import deque
 
@@ -268,7 +269,7 @@ def to_export_graph(g: StateGraph) -> nx.DiGraph:
     model = g.model
     out = nx.DiGraph(spec=model.name)
     for n, s in enumerate(g.states):
-        out.add_node(n, state=model.encode(s).decode(), depth=g.depth[n], initial=g.parent[n] is None)
+        out.add_node(n, state=json.dumps(s, separators=(",", ":")), depth=g.depth[n], initial=g.parent[n] is None)
     for u, v, d in g.graph.edges(data=True):
         out.add_edge(u, v, label=" | ".join(str(model.actions[a]) for a in d["actions"]))
     return out

@@ -46,7 +46,7 @@ from harness.trace import Outcome
 
 SMALL_LEVEL = 20_000  # frontiers below this many candidates are expanded in the driver
 INIT_ACTION = -1
-FORMAT = "kraft-harness-spark-checkpoint/1"
+FORMAT = "kraft-harness-spark-checkpoint/2"  # 2: states as MessagePack
 
 _FRONTIER_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("state", pa.binary())])
 _PARENT_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32())])
