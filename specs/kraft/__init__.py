@@ -599,7 +599,15 @@ def fetch(cfg, s, follower):
     return s._replace(brokers=tuple(brs))
 
 
-@spec.rule(leader=brokers, fair=True)
+def unreplicated_leader(cfg, s: State) -> bool:
+    """Some running broker that believes it leads has records above its HWM."""
+    for i, b in enumerate(s.brokers, 1):
+        if b.known_leader == i and b.status >= FENCED and b.hwm < len(b.log):
+            return True
+    return False
+
+
+@spec.rule(leader=brokers, fair=True, precondition=unreplicated_leader)
 def advance_hwm(cfg, s, leader):
     """Leader: the HWM advances to the smallest fetch offset in the Maximal ISR (seed 003 §2.7);
     with ELR, only while the ISR >= MinISR (KIP-966). Records below it are committed, and acked to
