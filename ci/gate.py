@@ -5,7 +5,8 @@ variants (must find nothing); mutation adequacy (every declared mutation caught 
 survivor names the rule whose loss went unnoticed); replay of every trace in counterexamples/;
 the Hypothesis `ci` profile on each model; a comparison with ci/baseline.json (distinct states
 and per-rule coverage per model and config) printed as a table, where a rule that stops firing
-fails the gate. `--write-baseline` rewrites the baseline (`make ci-baseline`).
+fails the gate; for models with a symbolic form, a Z3 proof that their Z3 properties are inductive,
+BMC of the ci config, and BMC of every mutation that breaks the induction. `--write-baseline` rewrites the baseline (`make ci-baseline`).
 """
 
 from __future__ import annotations
@@ -97,6 +98,41 @@ def hypothesis_ci(names: list[str], failures: list[str], out: Path) -> None:
             failures.append(f"{name}/{preset} (hypothesis) violates {v.outcome.property}: {v.trace_path}")
 
 
+def z3_checks(names: list[str], failures: list[str], out: Path) -> None:
+    """Specs with a symbolic form: the ci model's Z3 properties are inductive and BMC finds nothing;
+    every mutation that breaks the induction (a CTI) is found by BMC with a replayable trace."""
+    from harness.engines import z3bmc, z3prove
+
+    for name in names:
+        spec = load_spec(name)
+        if spec.symbolic is None or "ci" not in spec.presets:
+            continue
+        model = spec.bind(spec.config("ci", mutation=CHANGES.get(name)))
+        proof = z3prove.prove(model, max_brokers=8)
+        bmc = z3bmc.check(model, depth=8)
+        write_counterexamples(model, bmc, out, None)
+        console.print(f"  {name}/ci: prove {'PROVED' if proof['proved'] else 'NOT INDUCTIVE'} "
+                      f"({proof['checks']} checks, {proof['seconds']} s); BMC to depth 8: "
+                      f"{'VIOLATION' if bmc.violations else 'no violation'} "
+                      f"({bmc.stats['seconds']} s)")
+        if not proof["proved"]:
+            failures.append(f"{name}/ci: Z3 properties not inductive: "
+                            + "; ".join(f"{c['rule']} breaks {c['property']} ({c['reachability']})" for c in proof["ctis"]))
+        for v in bmc.violations:
+            failures.append(f"{name}/ci violates {v.outcome.property} (BMC, {v.depth} steps): {v.trace_path}")
+        for mutation in spec.mutations:
+            mutated = spec.bind(spec.config("ci", mutation=mutation))
+            if z3prove.prove(mutated, max_brokers=4)["proved"]:
+                continue  # the mutation leaves the symbolic relation's properties intact (a data-plane rule)
+            r = z3bmc.check(mutated, depth=8)
+            if r.violations:
+                v = r.violations[0]
+                console.print(f"  {name}/ci {mutation}: CTI, and BMC finds {v.outcome.property} in {v.depth} steps "
+                              f"({r.stats['seconds']} s)")
+            else:
+                failures.append(f"{name}/ci {mutation}: prove reports a CTI but BMC to depth 8 finds no violation")
+
+
 def compare_baseline(measured: dict, failures: list[str]) -> None:
     if not BASELINE.exists():
         console.print("  no baseline yet (make ci-baseline)")
@@ -130,7 +166,7 @@ def main() -> int:
     ap.add_argument("--write-baseline", action="store_true")
     ap.add_argument("--skip-pytest", action="store_true")
     ap.add_argument("--out", default="traces/gate")
-    ap.add_argument("--only", default=None, help="comma-separated step numbers to run (1 = pytest ... 6 = baseline)")
+    ap.add_argument("--only", default=None, help="comma-separated step numbers to run (1 = pytest ... 6 = baseline, 7 = Z3)")
     ap.add_argument("--protocol-change", action="append", default=[], metavar="SPEC:MUTATION",
                     help="simulate a protocol change: make MUTATION the default behaviour of SPEC")
     args = ap.parse_args()
@@ -157,7 +193,8 @@ def main() -> int:
               ("mutation adequacy", lambda: mutation_adequacy(names, failures)),
               ("replay of counterexamples/", lambda: replay_corpus(failures)),
               ("Hypothesis ci profile", lambda: hypothesis_ci(names, failures, out)),
-              ("comparison with ci/baseline.json", lambda: compare_baseline(measured, failures))]
+              ("comparison with ci/baseline.json", lambda: compare_baseline(measured, failures)),
+              ("Z3: inductive proof and bounded model checking", lambda: z3_checks(names, failures, out))]
     only = {int(x) for x in args.only.split(",")} if args.only else None
     for number, (title, fn) in enumerate(steps, 1):
         if only is not None and number not in only:
