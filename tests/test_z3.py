@@ -249,3 +249,14 @@ def test_prove_labels_the_min_isr_mutation_cti_reachable_and_writes_itf(cli, tmp
     assert doc["states"][0]["B"] is False and doc["states"][1]["B"] is True
     code, _, err = cli("replay", path)
     assert code == 2 and "counterexample to induction" in err
+
+
+def test_bmc_traces_are_byte_identical_across_runs(cli, tmp_path):
+    outs = []
+    for i in range(2):
+        code, _, err = cli("check", "kraft", "--config", "tiny", "--mutation", "keep_removing_in_isr", "--engine", "z3",
+                           "--quiet", "--out", tmp_path / str(i))
+        assert code == 1, err
+        [trace] = (tmp_path / str(i)).glob("*.itf.json")
+        outs.append(trace.read_bytes())
+    assert outs[0] == outs[1]
