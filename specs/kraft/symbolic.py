@@ -151,6 +151,21 @@ def rule_clean_election(s, t, cfg, mutation="none"):
                   t["M"] == s["M"], t["le"] == s["le"] + 1, t["pe"] == s["pe"] + 1), [c]
 
 
+def rule_unclean_election(s, t, cfg, mutation="none"):
+    """Unclean election enabled, leaderless, no live clean candidate (ISR, or ELR when the ISR is
+    empty): any live replica leads alone (seed_unclean_election)."""
+    n = s["n"]
+    w = n + 1
+    c = z3.BitVec("candidate", w)
+    if not cfg.unclean:
+        return z3.BoolVal(False), [c]
+    zero = z3.BitVecVal(0, w)
+    clean = z3.If(s["I"] != 0, s["I"], s["E"])
+    pre = z3.And(s["L"] == 0, c != 0, one_hot_or_zero(c), c & s["live"] == c, c & s["R"] == c, clean & s["live"] == 0)
+    return z3.And(pre, t["R"] == s["R"], t["I"] == c, t["E"] == zero, t["L"] == c, t["A"] == s["A"],
+                  t["M"] == s["M"], t["le"] == s["le"] + 1, t["pe"] == s["pe"] + 1), [c]
+
+
 def rule_cancel(s, t, cfg, mutation="none"):
     """Cancellation (seed_cancel): revert to the original replicas."""
     n = s["n"]
@@ -205,6 +220,7 @@ RULES = {
     "alter_partition_reassignments": _history(rule_reassign, completes=True),
     "remove_broker": _history(rule_remove_broker, completes=False),
     "clean_election": _history(rule_clean_election, completes=False),
+    "unclean_election": _history(rule_unclean_election, completes=False),
     "cancel_reassignment": _history(rule_cancel, completes=False),
     "restart_after_unclean_shutdown": _history(rule_forget_unclean_broker, completes=False),
 }
