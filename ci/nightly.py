@@ -2,7 +2,8 @@
 
 For every model: Spark exhaustion of its `nightly` config (resumable: fixed checkpoint directories,
 so a killed run continues where it stopped), the Hypothesis `nightly` profile (at `large` when the
-model has it), and liveness with the graph engine at `tiny`. Writes reports/<UTC timestamp>/:
+model has it), liveness with the graph engine at `tiny`, and for models with a symbolic form a Z3
+proof and BMC to depth 16 at the `nightly` config. Writes reports/<UTC timestamp>/:
 summary.json, report.html (states per depth, per-rule coverage, time per engine, as inline SVG),
 every counterexample as ITF, and a comparison with the previous report. Exit 1 on any violation
 of a default (unmutated) configuration. NIGHTLY_QUICK=1 runs a reduced version (tests).
@@ -68,6 +69,18 @@ def run_model(name: str, folder: Path) -> dict:
     out["liveness"] = {"preset": "tiny", "properties": r.stats["liveness"], "states": r.stats["states"],
                        "seconds": round(time.monotonic() - t, 1), "traces": save_violations(model, r, folder)}
     log(f"  {name}/tiny liveness: {r.stats['liveness']}")
+    if spec.symbolic is not None:
+        from harness.engines import z3bmc, z3prove
+
+        model = spec.bind(spec.config(preset))
+        t = time.monotonic()
+        proof = z3prove.prove(model, max_brokers=4 if QUICK else 8)
+        r = z3bmc.check(model, depth=6 if QUICK else 16)
+        out["z3"] = {"preset": preset, "proved": proof["proved"], "ctis": len(proof["ctis"]), "outcome": r.outcome,
+                     "bmc_depth": r.stats["depth"], "seconds": round(time.monotonic() - t, 1),
+                     "traces": save_violations(model, r, folder)}
+        log(f"  {name}/{preset} z3: {'proved' if proof['proved'] else 'NOT INDUCTIVE'}, BMC to depth "
+            f"{r.stats['depth']}: {'violation' if r.violations else 'no violation'}, {out['z3']['seconds']} s")
     return out
 
 
@@ -95,6 +108,11 @@ def write_html(folder: Path, summary: dict) -> None:
             f"<tr><td>{html.escape(k)}</td><td>{v:,}</td><td>{svg_bars([v], 200, 12)}</td></tr>"
             for k, v in sp["coverage"].items()) + "</table>")
         times = {"spark": sp["seconds"], "hypothesis": m["hypothesis"]["seconds"], "liveness": m["liveness"]["seconds"]}
+        if "z3" in m:
+            times["z3"] = m["z3"]["seconds"]
+            parts.append(f"<p>Z3 at <code>{m['z3']['preset']}</code>: "
+                         f"{'proved inductive' if m['z3']['proved'] else 'NOT inductive'}; BMC to depth "
+                         f"{m['z3']['bmc_depth']}: {m['z3']['outcome']}</p>")
         parts.append("<p>Time per engine (s): " + ", ".join(f"{k} {v}" for k, v in times.items()) + "</p>"
                      + svg_bars(list(times.values()), 150, 40))
         parts.append(f"<p>Liveness: {html.escape(json.dumps(m['liveness']['properties']))}</p>")
@@ -134,7 +152,10 @@ def main() -> int:
     for name in spec_names():
         log(f"[{name}]")
         summary["models"][name] = run_model(name, folder)
-    new_violations = [t for m in summary["models"].values() for eng in ("spark", "hypothesis") for t in m[eng]["traces"]]
+    new_violations = [t for m in summary["models"].values() for eng in ("spark", "hypothesis", "z3")
+                      for t in m.get(eng, {}).get("traces", [])]
+    new_violations += [f"{n}: Z3 properties not inductive" for n, m in summary["models"].items()
+                       if not m.get("z3", {}).get("proved", True)]
     summary["outcome"] = "violation" if new_violations else "ok"
     summary["comparison"] = compare(previous, summary)
     (folder / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
