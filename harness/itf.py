@@ -308,25 +308,23 @@ def type_of_annotation(annotation: Any) -> ItfType:
     raise TypeError(f"cannot map {annotation!r} to an ITF type; annotate it with Annotated[..., ItfType]")
 
 
-def fast_decoder(t: ItfType, tuples: bool = False):
-    """A function turning the plain form of a state (nested lists, or nested tuples if `tuples`)
-    back into the state, without per-value validation: for the engines' own trusted encodings
-    (Spark frontiers). Traces and anything a user hands in go through `from_plain`/`from_itf`,
-    which validate everything."""
+def fast_decoder(t: ItfType):
+    """A function turning the plain form of a state as nested tuples (MessagePack with
+    use_list=False) back into the state, or None where the plain value already is the state's
+    value; no per-value validation: for the engines' own trusted encodings (Spark frontiers).
+    Traces and anything a user hands in go through `from_plain`/`from_itf`, which validate."""
     if isinstance(t, Record):
-        subs = [fast_decoder(f, tuples) for f in t.fields.values()]
+        subs = [fast_decoder(f) for f in t.fields.values()]
         cls, new = t.cls, tuple.__new__
         if all(s is None for s in subs):
             return lambda v: new(cls, v)
         return lambda v: new(cls, [x if s is None else s(x) for s, x in zip(subs, v)])
     if isinstance(t, (Seq, ById)):
-        sub = fast_decoder(t.item, tuples)
-        if sub is None:
-            return None if tuples else tuple
-        return lambda v: tuple(map(sub, v))
+        sub = fast_decoder(t.item)
+        return None if sub is None else (lambda v: tuple(map(sub, v)))
     if isinstance(t, Tup):
-        subs = [fast_decoder(i, tuples) for i in t.items]
-        if tuples and all(s is None for s in subs):
+        subs = [fast_decoder(i) for i in t.items]
+        if all(s is None for s in subs):
             return None
         return lambda v: tuple(x if s is None else s(x) for s, x in zip(subs, v))
     return None  # ints and booleans decode as themselves

@@ -463,7 +463,7 @@ class Model:
         if self._fast_decode is None:
             from harness.itf import fast_decoder
 
-            self._fast_decode = fast_decoder(self.schema, tuples=True)
+            self._fast_decode = fast_decoder(self.schema)
         try:
             return self._fast_decode(msgpack.unpackb(blob, use_list=False))
         except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:

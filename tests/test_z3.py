@@ -229,7 +229,7 @@ def test_every_model_step_is_a_stutter_or_a_step_of_the_relation(mutation, varia
     """The relation over-approximates the model: each step of the model (tiny plus faults) keeps the
     projection or is one step of some rule (within the config's bounds). `prove`, and BMC's
     concretization and its claim that no shorter run exists, rest on this."""
-    from harness.engines.z3bmc import Unrolling
+    from harness.engines.z3bmc import Unrolling, equals
 
     model = SPEC.bind(SPEC.config("tiny", ["max_faults=1", *settings] if settings else ["max_faults=1"],
                                   list(variants), mutation))
@@ -242,7 +242,7 @@ def test_every_model_step_is_a_stutter_or_a_step_of_the_relation(mutation, varia
     s, t = unroll.states
     for before, after in sorted(pairs):
         unroll.solver.push()
-        unroll.solver.add(unroll.equals(s, dict(before)), unroll.equals(t, dict(after)))
+        unroll.solver.add(equals(s, dict(before)), equals(t, dict(after)))
         assert unroll.solver.check() == z3.sat, (before, after)
         unroll.solver.pop()
 

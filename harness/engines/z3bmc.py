@@ -58,6 +58,11 @@ def const(x, v):
     return z3.IntVal(v)
 
 
+def equals(s: dict, values: dict):
+    """Symbolic state s has these field values."""
+    return z3.And(*[s[f] == const(s[f], v) for f, v in values.items()])
+
+
 class Unrolling:
     """Paths s_0 -> s_1 -> ... of a symbolic relation, kept in one incremental solver.
 
@@ -91,9 +96,6 @@ class Unrolling:
         while len(self.states) <= k:
             self.extend()
 
-    def equals(self, s: dict, values: dict):
-        return z3.And(*[s[f] == const(s[f], v) for f, v in values.items()])
-
     def path(self, m: z3.ModelRef, k: int) -> tuple[list[dict], list[str]]:
         """The abstract states s_0..s_k (matched fields) and the rules taken, from a model."""
         states = [{f: value_of(m, s[f]) for f in self.sym.MATCHED} for s in self.states[:k + 1]]
@@ -104,9 +106,7 @@ class Unrolling:
 def initial_constraint(model: Model, sym):
     projections = [sym.project(model.config, s) for s in model.init_states()]
 
-    def init(s):
-        return z3.Or(*[z3.And(*[s[f] == const(s[f], v) for f, v in p.items()]) for p in projections])
-    return init
+    return lambda s: z3.Or(*[equals(s, p) for p in projections])
 
 
 def concretize(model: Model, sym, abstract: list[dict], properties: list[str], max_states: int,
@@ -202,11 +202,11 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
             if v is None:
                 spurious += 1
                 stuck = min(reached + 1, k)  # the first abstract state the model could not reach
-                solver.add(z3.Not(z3.And(*[unroll.equals(unroll.states[i], abstract[i]) for i in range(stuck + 1)])))
+                solver.add(z3.Not(z3.And(*[equals(unroll.states[i], abstract[i]) for i in range(stuck + 1)])))
                 continue
             if best is None or v.depth < best.depth:
                 best, best_abstract = v, rules
-            solver.add(z3.Not(z3.And(*[unroll.equals(unroll.states[i], abstract[i]) for i in range(k + 1)])))
+            solver.add(z3.Not(z3.And(*[equals(unroll.states[i], abstract[i]) for i in range(k + 1)])))
     result = CheckResult(engine="z3", complete=False, stopped_by="max-depth")
     if best is not None:
         best.note = (f"BMC: abstract counterexample of {len(best_abstract)} controller steps "
