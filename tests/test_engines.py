@@ -275,3 +275,42 @@ def test_spark_agrees_with_bfs_on_mutations(tmp_path, name, preset, mutation):
         assert replay(read_trace(path)).ok
     else:
         assert r.stats["distinct"] == b.stats["distinct"]
+
+
+def test_spark_run_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path):
+    """A real kill (SIGKILL, no clean-up) once the checkpoint has passed level 8, then --resume."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    ck = tmp_path / "ck"
+    args = [sys.executable, "-m", "harness", "check", "kraft", "--config", "ci", "--engine", "spark", "--quiet",
+            "--master", "local[2]", "--partitions", "2", "--checkpoint", str(ck), "--out", str(tmp_path)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    deadline = time.monotonic() + 300
+    level = 0
+    while time.monotonic() < deadline and p.poll() is None:
+        try:
+            level = json.loads((ck / "state.json").read_text())["level"]
+        except (OSError, ValueError, KeyError):
+            pass
+        if level >= 8:
+            os.killpg(p.pid, signal.SIGKILL)
+            break
+        time.sleep(0.05)
+    p.wait()
+    assert level >= 8 and p.returncode == -signal.SIGKILL
+    resumed = subprocess.run(args + ["--resume", "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    r = json.loads(resumed.stdout)
+    expected = bfs.explore(bind("kraft", "ci"))
+    assert r["stats"]["resumed_at_level"] >= 8
+    assert r["stats"]["distinct"] == expected.stats["distinct"]
+    assert r["stats"]["states_per_depth"] == expected.stats["states_per_depth"]
+    assert {k: v["generated"] for k, v in r["coverage"].items()} == \
+        {k: v["generated"] for k, v in expected.coverage.items()}
