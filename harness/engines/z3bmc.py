@@ -219,5 +219,5 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
                     "concrete_states_explored": concrete_states, "solver_seconds": round(solver_seconds, 2),
                     "seconds": round(time.monotonic() - started, 2)}
     if not exhaustive:
-        result.warnings.append("candidate budget or solver timeout reached: the trace may not be the shortest")
+        result.warnings.append("candidate budget, solver timeout or concretization limit reached: a shorter trace may exist")
     return result
