@@ -57,7 +57,8 @@ class CheckResult:
             c["generated"] += generated[index]
         where = "in the whole state space" if self.complete else "in the explored part"
         for rule in self.never_fired():
-            self.warnings.append(f"rule {rule} never fired {where}: usually a modelling error")
+            self.warnings.append(f"rule {rule} never fired {where}: a modelling error, or budgets in this "
+                                 "config too small to enable it")
 
     def never_fired(self) -> list[str]:
         return [rule for rule, c in self.coverage.items() if c.get("generated", 0) == 0]
