@@ -50,6 +50,7 @@ def list_cmd(as_json: bool) -> None:
             "rules": [r.name + (" (fair)" if r.fair else "") for r in spec.rules],
             "invariants": list(spec.invariants),
             "liveness": list(spec.liveness),
+            "z3": list(spec.z3_invariants) if spec.symbolic is not None else [],  # prove / --engine z3
         }
     if as_json:
         print(json.dumps(data, indent=1))
@@ -61,6 +62,7 @@ def list_cmd(as_json: bool) -> None:
         out.print(f"  rules:      {', '.join(d['rules'])}")
         out.print(f"  invariants: {', '.join(d['invariants'])}")
         out.print(f"  liveness:   {', '.join(d['liveness']) or '-'}")
+        out.print(f"  z3 forms:   {', '.join(d['z3']) or '- (no symbolic form: prove and --engine z3 exit 2)'}")
         out.print("  mutations:")
         for m, doc in d["mutations"].items():
             out.print(f"    {m}: {doc}")

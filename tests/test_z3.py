@@ -300,3 +300,11 @@ def test_bmc_traces_are_byte_identical_across_runs(cli, tmp_path):
         [trace] = (tmp_path / str(i)).glob("*.itf.json")
         outs.append(trace.read_bytes())
     assert outs[0] == outs[1]
+
+
+def test_list_names_the_properties_with_a_z3_form(cli):
+    import json
+
+    code, out, _ = cli("list", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["kraft"]["z3"] == list(SPEC.z3_invariants) and data["kip642"]["z3"] == []
