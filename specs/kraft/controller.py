@@ -206,14 +206,14 @@ def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Par
     if not in_progress(p):
         return None
     isr = p.isr & ~p.adding
+    safe = size(isr) >= rules.min_isr
+    if not safe and not rules.unclean:
+        return None
     if choice and (isr & acceptable & bit(p.leader) or not acceptable & bit(choice)):
         return None  # the leader stays, or the pick cannot lead: not a legal choice
     replicas = tuple(r for r in p.replicas if not p.adding >> r & 1)
     if not replicas:
         return None  # nothing to revert to (unreachable: a reassignment starts from a non-empty assignment)
-    safe = size(isr) >= rules.min_isr
-    if not safe and not rules.unclean:
-        return None
     elr = 0 if safe or not rules.elr else (p.elr | p.isr) & ~p.adding & ~isr
     recovering = p.recovering
     if isr:
