@@ -107,6 +107,12 @@ class Config:
     mutation: str = NO_MUTATION
 
 
+def distinct_ids(group: Iterable[int], n: int) -> bool:
+    """A config's id list is non-empty, without repeats, within 1..n (brokers, servers)."""
+    group = tuple(group)
+    return bool(group) and len(set(group)) == len(group) and all(1 <= i <= n for i in group)
+
+
 def variant(default: Any, doc: str, choices: tuple | None = None) -> Any:
     """A config field that selects a named protocol variant (a real alternative protocol)."""
     if choices is None:

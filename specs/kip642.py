@@ -26,7 +26,7 @@ from typing import Annotated, NamedTuple
 
 from harness.bitset import mask
 from harness.itf import Bool, ById, IdSet, OptId, Seq
-from harness.model import Config, Spec, fast_replace, param
+from harness.model import Config, Spec, distinct_ids, fast_replace, param
 
 DATA, VOTERS, LEADER_CHANGE = 0, 1, 2
 FOLLOWER, CANDIDATE, LEADER, RESIGNED = 0, 1, 2, 3
@@ -45,9 +45,8 @@ class Kip642Config(Config):
     max_crashes: int = param(0, "crash-restarts")
 
     def validate(self) -> str | None:
-        ids = range(1, self.servers + 1)
         for group in (self.voters,) + self.targets:
-            if not group or len(set(group)) != len(group) or any(s not in ids for s in group):
+            if not distinct_ids(group, self.servers):
                 return f"voter sets must be non-empty lists of distinct servers in 1..{self.servers}"
         if self.leader not in self.voters:
             return "the initial leader must be a voter"

@@ -20,18 +20,16 @@ import time
 
 import z3
 
-from harness.engines.z3bmc import Unrolling, symbolic_form
+from harness.bitset import members
+from harness.engines.z3bmc import Unrolling, symbolic_form, value_of
 from harness.errors import BadInput
 from harness.model import Model
 
 
 def _value(m: z3.ModelRef, x, n: int):
-    v = m.evaluate(x, model_completion=True)
-    if z3.is_bool(v):
-        return z3.is_true(v)
-    if z3.is_bv_value(v):
-        return [b for b in range(1, n + 1) if v.as_long() >> b & 1]
-    return v.as_long() if z3.is_int_value(v) else str(v)
+    """A model's value of x, broker sets (bit-vectors) as member lists."""
+    v = value_of(m, x)
+    return members(v) if z3.is_bv(x) else v
 
 
 def _show(sym, m, s: dict) -> dict:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
 from harness.itf import Bool, ById, IdSet, Int, OptId, Seq
-from harness.model import Config, Spec, fast_replace, param, variant
+from harness.model import Config, Spec, distinct_ids, fast_replace, param, variant
 from specs.kraft import controller as ctl
 from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, size
 
@@ -56,11 +56,10 @@ class KraftConfig(Config):
     max_shrinks: int = param(0, "ISR shrinks proposed by the leader")
 
     def validate(self) -> str | None:
-        ids = range(1, self.brokers + 1)
         if not 1 <= self.brokers <= 8:
             return "brokers must be in 1..8"
         for name, group in [("replicas", self.replicas), ("isr", self.isr)] + [("targets", t) for t in self.targets]:
-            if not group or len(set(group)) != len(group) or any(b not in ids for b in group):
+            if not distinct_ids(group, self.brokers):
                 return f"{name} must be non-empty lists of distinct brokers in 1..{self.brokers}"
         if not set(self.isr) <= set(self.replicas) or self.leader not in self.isr:
             return "isr must be a subset of replicas and contain the leader"
