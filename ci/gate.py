@@ -121,16 +121,17 @@ def z3_checks(names: list[str], failures: list[str], out: Path) -> None:
         for v in bmc.violations:
             failures.append(f"{name}/ci violates {v.outcome.property} (BMC, {v.depth} steps): {v.trace_path}")
         for mutation in spec.mutations:
-            mutated = spec.bind(spec.config("ci", mutation=mutation))
+            preset = spec.mutation_presets.get(mutation, spec.mutation_preset)
+            mutated = spec.bind(spec.config(preset, mutation=mutation))
             if z3prove.prove(mutated, max_brokers=4)["proved"]:
                 continue  # the mutation leaves the symbolic relation's properties intact (a data-plane rule)
             r = z3bmc.check(mutated, depth=8)
             if r.violations:
                 v = r.violations[0]
-                console.print(f"  {name}/ci {mutation}: CTI, and BMC finds {v.outcome.property} in {v.depth} steps "
+                console.print(f"  {name}/{preset} {mutation}: CTI, and BMC finds {v.outcome.property} in {v.depth} steps "
                               f"({r.stats['seconds']} s)")
             else:
-                failures.append(f"{name}/ci {mutation}: prove reports a CTI but BMC to depth 8 finds no violation")
+                failures.append(f"{name}/{preset} {mutation}: prove reports a CTI but BMC to depth 8 finds no violation")
 
 
 def compare_baseline(measured: dict, failures: list[str]) -> None:

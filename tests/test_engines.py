@@ -37,7 +37,7 @@ def test_generated_machine_has_one_rule_per_model_rule_and_one_invariant_per_pro
 @pytest.mark.parametrize("mutation", ["keep_removing_in_isr", "completion_ignores_min_isr", "hwm_below_min_isr",
                                       "ignore_added_broker_epoch"])  # the last one needs swarm testing
 def test_hypothesis_finds_mutation_with_short_replayable_trace(tmp_path, mutation):
-    model = bind("kraft", "ci", mutation)
+    model = bind("kraft", "small", mutation)
     r = hyp.explore(model, profile="ci")
     assert r.violations, mutation
     v = r.violations[0]
@@ -51,7 +51,7 @@ def test_hypothesis_finds_mutation_with_short_replayable_trace(tmp_path, mutatio
 def test_hypothesis_ci_profile_is_deterministic(tmp_path, cli):
     outs = []
     for i in range(2):
-        code, _, err = cli("check", "kraft", "--config", "ci", "--mutation", "stale_partition_epoch", "--engine",
+        code, _, err = cli("check", "kraft", "--config", "small", "--mutation", "stale_partition_epoch", "--engine",
                            "hypothesis", "--quiet", "--out", tmp_path / str(i))
         assert code == 1, err
         [trace] = (tmp_path / str(i)).glob("*.itf.json")
@@ -178,7 +178,7 @@ def test_spark_matches_bfs_and_resumes_to_the_same_result(tmp_path):
 def test_spark_violation_is_as_short_as_bfs_and_replays(tmp_path):
     from harness.engines import spark
 
-    model = bind("kraft", "ci", "keep_unclean_in_elr")
+    model = bind("kraft", "small", "keep_unclean_in_elr")
     r = spark.explore(model, partitions=2, checkpoint=str(tmp_path / "ck"))
     b = bfs.explore(model)
     assert {v.outcome.property for v in r.violations} == {v.outcome.property for v in b.violations}
@@ -256,7 +256,7 @@ def test_nightly_quick_writes_a_report(tmp_path):
     assert summary["comparison"] == ["no previous report"]
 
 
-@pytest.mark.parametrize("name, preset, mutation", [("kraft", "ci", m) for m in load_spec("kraft").mutations]
+@pytest.mark.parametrize("name, preset, mutation", [("kraft", "small", m) for m in load_spec("kraft").mutations]
                          + [("kip642", "ci", "two_uncommitted_changes"), ("kip642", "tiny", None)])
 def test_spark_agrees_with_bfs_on_mutations(tmp_path, name, preset, mutation):
     """Same shortest length, and BFS's violated property among Spark's (Spark reports every property

@@ -193,8 +193,19 @@ def test_tiny_exhausts_without_violation_for_each_variant(variants):
     assert [w for w in r.warnings if "clean_election" not in w] == [], r.warnings
 
 
+def test_ci_exhausts_and_every_rule_fires():
+    """`ci` is the coverage config: BFS exhausts it with no violation and every rule of the default
+    variant, clean_election included, produces a new state somewhere."""
+    m = model("ci")
+    r = bfs.explore(m)
+    assert r.complete and not r.violations and not r.warnings
+    assert set(r.coverage) == set(m.rule_names) == {r.name for r in SPEC.rules} - {"unclean_election"}
+    assert all(c["distinct"] > 0 for c in r.coverage.values()), r.coverage
+
+
 @pytest.mark.parametrize("preset, prop", [("unclean-election-loss", "NoAckedRecordLost"),
-                                          ("last-replica-standing", "LeaderCandidateCompleteness")])
+                                          ("last-replica-standing", "LeaderCandidateCompleteness"),
+                                          ("kafka-cancel-without-elr", "LeaderCandidateCompleteness")])
 def test_known_unsafe_configurations_lose_data(preset, prop):
     """The committed shortest trace of each known-unsafe configuration ends in a state violating `prop`."""
     [path] = (ROOT / "counterexamples").glob(f"kraft-{preset}-*.itf.json")
@@ -207,11 +218,11 @@ def test_known_unsafe_configurations_lose_data(preset, prop):
 def test_every_mutation_is_caught_with_the_committed_shortest_trace():
     corpus = ROOT / "counterexamples"
     for mutation in SPEC.mutations:
-        m = model("ci", mutation=mutation)
+        m = model(SPEC.mutation_preset, mutation=mutation)
         r = bfs.explore(m)
         assert r.violations, f"mutation {mutation} survived"
         v = r.violations[0]
-        committed = [read_trace(p) for p in corpus.glob(f"kraft-ci-{mutation}-*.itf.json")]
+        committed = [read_trace(p) for p in corpus.glob(f"kraft-{SPEC.mutation_preset}-{mutation}-*.itf.json")]
         assert len(committed) == 1, mutation
         assert committed[0].meta["outcome"]["property"] == v.outcome.property
         assert len(committed[0].states) == len(v.states), f"{mutation}: shortest length changed"

@@ -254,7 +254,7 @@ def test_bmc_finds_a_replayable_counterexample_as_short_as_bfs(mutation, tmp_pat
     from harness.replay import replay
     from harness.trace import read_trace
 
-    model = SPEC.bind(SPEC.config("ci", mutation=mutation))
+    model = SPEC.bind(SPEC.config(SPEC.mutation_preset, mutation=mutation))
     shortest = bfs.explore(model).violations[0]
     r = z3bmc.check(model, depth=8)
     assert r.stats["exhaustive"] and len(r.violations) == 1

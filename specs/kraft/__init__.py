@@ -54,6 +54,8 @@ class KraftConfig(Config):
     max_faults: int = param(1, "fencings and clean shutdowns")
     max_unclean_shutdowns: int = param(0, "unclean shutdowns (power loss)")
     max_shrinks: int = param(0, "ISR shrinks proposed by the leader")
+    max_disruptions: int = param(-1, "fencings, clean and unclean shutdowns and ISR shrinks together, in one run "
+                                     "(-1: only the limits above)")
 
     def validate(self) -> str | None:
         if not 1 <= self.brokers <= 8:
@@ -64,8 +66,8 @@ class KraftConfig(Config):
         if not set(self.isr) <= set(self.replicas) or self.leader not in self.isr:
             return "isr must be a subset of replicas and contain the leader"
         if self.min_isr < 1 or min(self.max_records, self.max_reassignments, self.max_cancels, self.max_faults,
-                                   self.max_unclean_shutdowns, self.max_shrinks) < 0:
-            return "min_isr must be >= 1 and bounds >= 0"
+                                   self.max_unclean_shutdowns, self.max_shrinks, self.max_disruptions + 1) < 0:
+            return "min_isr must be >= 1, max_disruptions >= -1 and the other bounds >= 0"
         return None
 
 
@@ -141,13 +143,18 @@ class State(NamedTuple):
 PRESETS = {
     # A move [1,2] -> [2,3] that removes the leader, with a cancellation and one record: no faults.
     "tiny": {"max_faults": 0},
-    # Exhausted by BFS in about a minute: the move, two records, a cancellation, one unclean shutdown.
-    "ci": {"max_faults": 0, "max_unclean_shutdowns": 1, "max_records": 2},
+    # Exhausted by BFS in about a minute, every rule fires: the move of an under-replicated partition
+    # (follower 2 not yet in the ISR), a record, a cancellation, and one disruption of any kind.
+    "ci": {"isr": [1], "max_records": 1, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_disruptions": 1},
+    # The mutations' config: the move, two records, a cancellation, one unclean shutdown.
+    "small": {"max_faults": 0, "max_unclean_shutdowns": 1, "max_records": 2},
     # Faults of every kind together (for the Spark engine): fencing or clean shutdown, power loss, ISR shrink.
     "faults": {"max_unclean_shutdowns": 1, "max_shrinks": 1},
     # Known-unsafe configurations (expected counterexamples, see `expected` below).
     "unclean-election-loss": {"unclean": True, "max_faults": 2},
     "last-replica-standing": {"elr": False, "max_unclean_shutdowns": 2},
+    "kafka-cancel-without-elr": {"completion": "kafka", "elr": False, "isr": [1], "max_records": 1,
+                                 "max_unclean_shutdowns": 1, "max_disruptions": 1},
     # Beyond BFS reach, for the Hypothesis engine: 6 brokers, RF 5, two reassignments and faults.
     "large": {"brokers": 6, "replicas": [1, 2, 3, 4, 5], "isr": [1, 2, 3, 4, 5], "min_isr": 3,
               "targets": [[1, 2, 3, 4, 6], [2, 3, 4, 5, 6]], "max_reassignments": 2, "max_records": 3, "max_faults": 2,
@@ -174,10 +181,13 @@ EXPECTED = {
     "unclean-election-loss": "unclean leader election (enabled) elects a replica without the committed log: acknowledged data is lost",
     "last-replica-standing": "without ELR, the last ISR member loses its unflushed suffix in an unclean shutdown and stays "
                              "the only leader candidate (seed 003 §2.4.1, fixed by KIP-966)",
+    "kafka-cancel-without-elr": "Kafka's controller refuses a cancellation only when the reverted ISR is empty (reference "
+                                "§5), not below MinISR as seed 000 §4.5 does; without ELR the leader then commits with "
+                                "ISR < MinISR and one unclean shutdown loses the committed record",
 }
 
 spec = Spec("kraft", KraftConfig, State, doc=__doc__, presets=PRESETS, mutations=MUTATIONS, deadlock=False,
-            expected=EXPECTED)
+            expected=EXPECTED, mutation_preset="small")
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -396,13 +406,25 @@ def remove_broker(cfg, s: State, broker: int, new_leader: int, unclean_shutdown:
     return new
 
 
-@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: s.budget.faults > 0,
+def may_disrupt(cfg, s: State, budget: str) -> bool:
+    """A disruption of this kind (fault, unclean_shutdown, shrink) is left in its budget, and in the
+    joint one if the config sets it."""
+    b = s.budget
+    if not getattr(b, budget):
+        return False
+    if cfg.max_disruptions < 0:
+        return True
+    used = cfg.max_faults - b.faults + cfg.max_unclean_shutdowns - b.unclean_shutdowns + cfg.max_shrinks - b.shrinks
+    return used < cfg.max_disruptions
+
+
+@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: may_disrupt(cfg, s, "faults"),
            applies=lambda cfg: cfg.max_faults > 0)
 def fence(cfg, s, broker, new_leader):
     """Controller: a broker missed its heartbeats; it leaves every ISR and loses leadership
     (seed 003 §1.2.2, §2.8). The broker keeps running, possibly still believing it leads."""
     b = s.brokers[broker - 1]
-    if b.status != UNFENCED or not s.budget.faults:
+    if b.status != UNFENCED or not may_disrupt(cfg, s, "faults"):
         return None
     new = remove_broker(cfg, s, broker, new_leader)
     if new is None:
@@ -427,7 +449,7 @@ def unfence(cfg, s, broker):
     return s2
 
 
-@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: s.budget.faults > 0,
+@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: may_disrupt(cfg, s, "faults"),
            applies=lambda cfg: cfg.max_faults > 0)
 def clean_shutdown(cfg, s, broker, new_leader):
     """A broker shuts down cleanly: controlled shutdown takes it out of the ISR (and leadership)
@@ -435,8 +457,8 @@ def clean_shutdown(cfg, s, broker, new_leader):
     return shut_down(cfg, s, broker, new_leader, OFFLINE, "faults")
 
 
-@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: s.budget.unclean_shutdowns > 0,
-           applies=lambda cfg: cfg.max_unclean_shutdowns > 0)
+@spec.rule(broker=brokers, new_leader=leader_choices,
+           precondition=lambda cfg, s: may_disrupt(cfg, s, "unclean_shutdowns"), applies=lambda cfg: cfg.max_unclean_shutdowns > 0)
 def unclean_shutdown(cfg, s, broker, new_leader):
     """A broker loses power. The controller fences it (it leaves the ISR; ELR may keep it until it
     re-registers). What it had not flushed is lost at restart."""
@@ -447,9 +469,9 @@ def shut_down(cfg, s: State, broker: int, new_leader: int, status: int, budget: 
     """A running broker stops (OFFLINE or CRASHED): it leaves the ISR and leadership, its process
     state is gone, its log stays on disk; one unit of `budget` is spent."""
     b = s.brokers[broker - 1]
-    left = getattr(s.budget, budget)
-    if not running(b) or not left:
+    if not running(b) or not may_disrupt(cfg, s, budget):
         return None
+    left = getattr(s.budget, budget)
     new = remove_broker(cfg, s, broker, new_leader)
     if new is None:
         return None
@@ -668,12 +690,12 @@ def propose_isr_expansion(cfg, s, leader, follower):
     return s._replace(brokers=with_broker(s, leader, b._replace(pending=req, maximal_isr=isr)))
 
 
-@spec.rule(leader=brokers, follower=brokers, precondition=lambda cfg, s: s.budget.shrinks > 0 and idle_leader(cfg, s),
+@spec.rule(leader=brokers, follower=brokers, precondition=lambda cfg, s: may_disrupt(cfg, s, "shrinks") and idle_leader(cfg, s),
            applies=lambda cfg: cfg.max_shrinks > 0)
 def propose_isr_shrink(cfg, s, leader, follower):
     """Leader: send AlterPartition removing a follower that lags or stopped fetching (seed 003
     §2.9); the Maximal ISR keeps it until the change is committed."""
-    if leader == follower or not s.budget.shrinks:
+    if leader == follower or not may_disrupt(cfg, s, "shrinks"):
         return None
     b = acts_as_leader(s, leader)
     if b is None or b.pending.isr or b.response.status or not b.known_isr & bit(follower):
