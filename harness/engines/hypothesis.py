@@ -61,21 +61,25 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
         by_rule.setdefault(model.rule_names[r], []).append(index)
     names = list(by_rule)
 
-    namespace: dict = {"model": model, "last_run": None}
+    namespace: dict = {"model": model, "last_run": None, "walks": 0}
     # Swarm testing (Groce et al., ISSTA 2012): each run leaves out a random set of rules. A rule that
     # keeps "healing" the state (a follower fetching again after its restart) no longer masks the
     # bugs that need it to stay quiet for a few steps. Rules left out are used again when nothing
     # else is enabled, so no run gets stuck.
     omitted = st.sets(st.sampled_from(names)) if swarm and names else st.just(frozenset())
 
-    @initialize(index=st.integers(0, len(inits) - 1), leave_out=omitted, until=st.integers(0, 40))
-    def start(self, index, leave_out, until):
+    def begin(self, index, leave_out, until):
         self.state = inits[index]
         self.states, self.actions = [self.state], [None]
         self.left_out = frozenset(leave_out)
         self.swarm_until = until
-        type(self).last_run = self
         self._enabled = None
+
+    @initialize(index=st.integers(0, len(inits) - 1), leave_out=omitted, until=st.integers(0, 40))
+    def start(self, index, leave_out, until):
+        begin(self, index, leave_out, until)
+        type(self).last_run = self
+        type(self).walks += 1
 
     namespace["start"] = start
 
@@ -109,11 +113,15 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
         namespace[f"rule_{name}"] = make_rule(name)
 
     @precondition(lambda self: hasattr(self, "state") and not self.enabled())
-    @rule()
-    def quiescent(self):
-        """No action is enabled (a final state): Hypothesis needs some rule to run; this one does nothing."""
+    @rule(index=st.integers(0, len(inits) - 1), leave_out=omitted, until=st.integers(0, 40))
+    def start_over(self, index, leave_out, until):
+        """No action is enabled (a final state: budgets spent, everything healed). Rather than idle
+        for the rest of Hypothesis' steps, begin a new walk from an initial state (with new swarm
+        draws); a violation's trace is the walk it happened in."""
+        begin(self, index, leave_out, until)
+        type(self).walks += 1
 
-    namespace["when_nothing_is_enabled"] = quiescent
+    namespace["start_over"] = start_over
 
     def make_invariant(name: str):
         @invariant()
@@ -179,7 +187,7 @@ def explore(model: Model, *, profile: str = "ci", examples: int | None = None, s
     except Flaky as exc:  # pragma: no cover - models are deterministic; reported, not hidden
         note = f"Hypothesis reported a flaky failure: {exc}"
     elapsed = time.monotonic() - started
-    stats = {"seconds": round(elapsed, 3), "profile": profile, "max_examples": chosen.max_examples,
+    stats = {"seconds": round(elapsed, 3), "profile": profile, "max_examples": chosen.max_examples, "walks": machine.walks,
              "max_steps": chosen.stateful_step_count, "seed": None if chosen.derandomize else seed,
              "derandomized": chosen.derandomize}
     result = CheckResult("hypothesis", complete=not violations, violations=violations, stats=stats)
