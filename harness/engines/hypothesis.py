@@ -3,10 +3,12 @@
 `build_machine(model)` returns a `hypothesis.stateful.RuleBasedStateMachine` subclass with no
 per-model code:
 
-* `@initialize`: pick one of the model's initial states;
+* `@initialize`: pick one of the model's initial states (and the swarm draws, below);
 * one Hypothesis `@rule` per model rule, guarded by a `@precondition` "some action of this rule is
   enabled", which draws its parameters among the *enabled* actions only (no wasted runs);
-* one `@invariant` per model invariant, plus a deadlock check when the spec asks for one.
+* one `@invariant` per model invariant, plus a deadlock check when the spec asks for one;
+* `start_over`, the only rule enabled in a final state: a new walk from an initial state, so no
+  Hypothesis step idles (one Hypothesis run holds several walks).
 
 The machine records the model's action labels, so the shrunk failing run maps to the model's
 own steps and becomes an ITF trace (same format as BFS) that `harness replay` reproduces.
@@ -54,7 +56,8 @@ class PropertyViolated(AssertionError):
 
 
 def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachine]:
-    """A RuleBasedStateMachine class exploring `model`; `Machine.runs` keeps the last run's steps."""
+    """A RuleBasedStateMachine class exploring `model`. `Machine.last_run` is the machine of the last
+    run (its current walk's `states` and `actions`); `Machine.walks` counts the walks begun."""
     inits = model.init_states()
     by_rule: dict[str, list[int]] = {}
     for index, r in enumerate(model.action_rule):
@@ -68,6 +71,8 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
     # else is enabled, so no run gets stuck.
     omitted = st.sets(st.sampled_from(names)) if swarm and names else st.just(frozenset())
 
+    walk_draws = dict(index=st.integers(0, len(inits) - 1), leave_out=omitted, until=st.integers(0, 40))
+
     def begin(self, index, leave_out, until):
         self.state = inits[index]
         self.states, self.actions = [self.state], [None]
@@ -75,7 +80,7 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
         self.swarm_until = until
         self._enabled = None
 
-    @initialize(index=st.integers(0, len(inits) - 1), leave_out=omitted, until=st.integers(0, 40))
+    @initialize(**walk_draws)
     def start(self, index, leave_out, until):
         begin(self, index, leave_out, until)
         type(self).last_run = self
@@ -113,7 +118,7 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
         namespace[f"rule_{name}"] = make_rule(name)
 
     @precondition(lambda self: hasattr(self, "state") and not self.enabled())
-    @rule(index=st.integers(0, len(inits) - 1), leave_out=omitted, until=st.integers(0, 40))
+    @rule(**walk_draws)
     def start_over(self, index, leave_out, until):
         """No action is enabled (a final state: budgets spent, everything healed). Rather than idle
         for the rest of Hypothesis' steps, begin a new walk from an initial state (with new swarm
