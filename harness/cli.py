@@ -184,7 +184,8 @@ def _print_result(model, result) -> None:
                 f"({s['spurious']} spurious)", f"{s['concrete_states_explored']:,} model states to concretize",
                 f"solver {s['solver_seconds']:.2f} s"]
     elif result.engine == "hypothesis":
-        bits = [f"profile {s['profile']}", f"{s['max_examples']:,} runs of up to {s['max_steps']} steps",
+        bits = [f"profile {s['profile']}", f"budget {s['max_examples']:,} runs x {s['max_steps']} steps",
+                f"{s['walks']:,} walks",
                 "derandomized" if s["derandomized"] else f"seed {s['seed']}"]
     else:
         bits = [f"{s.get('distinct', 0):,} distinct states", f"{s.get('generated', 0):,} generated", f"depth {s.get('depth')}"]
