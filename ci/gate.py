@@ -6,7 +6,8 @@ survivor names the rule whose loss went unnoticed); replay of every trace in cou
 the Hypothesis `ci` profile on each model; a comparison with ci/baseline.json (distinct states
 and per-rule coverage per model and config) printed as a table, where a rule that stops firing
 fails the gate; for models with a symbolic form, a Z3 proof that their Z3 properties are inductive,
-BMC of the ci config, and BMC of every mutation that breaks the induction. `--write-baseline` rewrites the baseline (`make ci-baseline`).
+BMC of the ci config, and BMC of every mutation that breaks the induction (at its config).
+`--write-baseline` rewrites the baseline (`make ci-baseline`).
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def z3_checks(names: list[str], failures: list[str], out: Path) -> None:
         for v in bmc.violations:
             failures.append(f"{name}/ci violates {v.outcome.property} (BMC, {v.depth} steps): {v.trace_path}")
         for mutation in spec.mutations:
-            preset = spec.mutation_presets.get(mutation, spec.mutation_preset)
+            preset = spec.preset_for(mutation)
             mutated = spec.bind(spec.config(preset, mutation=mutation))
             if z3prove.prove(mutated, max_brokers=4)["proved"]:
                 continue  # the mutation leaves the symbolic relation's properties intact (a data-plane rule)

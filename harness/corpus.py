@@ -28,7 +28,7 @@ class Case:
 
 
 def cases(spec: Spec) -> list[Case]:
-    out = [Case(spec.name, spec.mutation_presets.get(m, spec.mutation_preset), m, doc) for m, doc in spec.mutations.items()]
+    out = [Case(spec.name, spec.preset_for(m), m, doc) for m, doc in spec.mutations.items()]
     out += [Case(spec.name, preset, "none", why) for preset, why in spec.expected.items()]
     return out
 

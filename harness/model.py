@@ -243,6 +243,10 @@ class Spec:
         self.init_fn = fn
         return fn
 
+    def preset_for(self, mutation: str) -> str:
+        """The config at which `mutation` must be caught."""
+        return self.mutation_presets.get(mutation, self.mutation_preset)
+
     def rule(self, fair: bool = False, precondition: Callable | None = None, applies: Callable | None = None,
              **domains: Callable[[Any], Iterable[int]]) -> Callable:
         """`@spec.rule(broker=brokers)`: a protocol rule; parameters range over finite domains.

@@ -69,8 +69,7 @@ def leader_candidate_completeness(cfg, s: State) -> bool:
         return True
     p = s.partition
     candidates = p.isr | p.elr & mask(p.replicas)
-    n = len(committed)
-    return all(b.log[:n] == committed for i, b in enumerate(s.brokers, 1) if candidates >> i & 1)
+    return all(has_prefix(b.log, committed) for i, b in enumerate(s.brokers, 1) if candidates >> i & 1)
 
 
 @spec.invariant(name="LogMatching")

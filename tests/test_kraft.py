@@ -218,11 +218,11 @@ def test_known_unsafe_configurations_lose_data(preset, prop):
 def test_every_mutation_is_caught_with_the_committed_shortest_trace():
     corpus = ROOT / "counterexamples"
     for mutation in SPEC.mutations:
-        m = model(SPEC.mutation_preset, mutation=mutation)
+        m = model(SPEC.preset_for(mutation), mutation=mutation)
         r = bfs.explore(m)
         assert r.violations, f"mutation {mutation} survived"
         v = r.violations[0]
-        committed = [read_trace(p) for p in corpus.glob(f"kraft-{SPEC.mutation_preset}-{mutation}-*.itf.json")]
+        committed = [read_trace(p) for p in corpus.glob(f"kraft-{SPEC.preset_for(mutation)}-{mutation}-*.itf.json")]
         assert len(committed) == 1, mutation
         assert committed[0].meta["outcome"]["property"] == v.outcome.property
         assert len(committed[0].states) == len(v.states), f"{mutation}: shortest length changed"

@@ -192,8 +192,8 @@ def explore(model: Model, *, profile: str = "ci", examples: int | None = None, s
     except Flaky as exc:  # pragma: no cover - models are deterministic; reported, not hidden
         note = f"Hypothesis reported a flaky failure: {exc}"
     elapsed = time.monotonic() - started
-    stats = {"seconds": round(elapsed, 3), "profile": profile, "max_examples": chosen.max_examples, "walks": machine.walks,
-             "max_steps": chosen.stateful_step_count, "seed": None if chosen.derandomize else seed,
+    stats = {"seconds": round(elapsed, 3), "profile": profile, "max_examples": chosen.max_examples,
+             "walks": machine.walks, "max_steps": chosen.stateful_step_count, "seed": None if chosen.derandomize else seed,
              "derandomized": chosen.derandomize}
     result = CheckResult("hypothesis", complete=not violations, violations=violations, stats=stats)
     if note:

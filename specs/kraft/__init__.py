@@ -458,7 +458,8 @@ def clean_shutdown(cfg, s, broker, new_leader):
 
 
 @spec.rule(broker=brokers, new_leader=leader_choices,
-           precondition=lambda cfg, s: may_disrupt(cfg, s, "unclean_shutdowns"), applies=lambda cfg: cfg.max_unclean_shutdowns > 0)
+           precondition=lambda cfg, s: may_disrupt(cfg, s, "unclean_shutdowns"),
+           applies=lambda cfg: cfg.max_unclean_shutdowns > 0)
 def unclean_shutdown(cfg, s, broker, new_leader):
     """A broker loses power. The controller fences it (it leaves the ISR; ELR may keep it until it
     re-registers). What it had not flushed is lost at restart."""
@@ -690,7 +691,8 @@ def propose_isr_expansion(cfg, s, leader, follower):
     return s._replace(brokers=with_broker(s, leader, b._replace(pending=req, maximal_isr=isr)))
 
 
-@spec.rule(leader=brokers, follower=brokers, precondition=lambda cfg, s: may_disrupt(cfg, s, "shrinks") and idle_leader(cfg, s),
+@spec.rule(leader=brokers, follower=brokers,
+           precondition=lambda cfg, s: may_disrupt(cfg, s, "shrinks") and idle_leader(cfg, s),
            applies=lambda cfg: cfg.max_shrinks > 0)
 def propose_isr_shrink(cfg, s, leader, follower):
     """Leader: send AlterPartition removing a follower that lags or stopped fetching (seed 003
