@@ -17,7 +17,10 @@ ITF conversion.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
+import gc
 import hashlib
 import itertools
 import json
@@ -53,6 +56,27 @@ def mix64(h: int) -> int:
     h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
     h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & MASK64
     return h ^ (h >> 31)
+
+
+def memoized(fn: Callable) -> Callable:
+    """Cache a pure function of immutable state parts (partition metadata, one broker). Many
+    states share the same parts, so a search computes each result once per distinct input rather
+    than once per state. Bounded, so memory stays flat on long runs."""
+    return functools.lru_cache(maxsize=1 << 16)(fn)
+
+
+@contextlib.contextmanager
+def cycle_collector_paused():
+    """Pause CPython's cycle collector for a search loop. States are acyclic tuples of ints, so it
+    can free nothing there, yet it re-traverses the growing set of live states: about 30% of BFS
+    time at kraft ci (measured in bench/). Reference counting still frees everything."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def fast_replace(*classes: type) -> None:

@@ -16,7 +16,7 @@ import resource
 import time
 from typing import Callable
 
-from harness.model import Model
+from harness.model import Model, cycle_collector_paused
 from harness.result import CheckResult, Violation
 from harness.trace import Outcome
 
@@ -49,6 +49,7 @@ def reconstruct(model: Model, chain: list, key: Callable) -> Violation:
     return Violation(Outcome("none"), states, actions)
 
 
+@cycle_collector_paused()
 def explore(
     model: Model,
     *,

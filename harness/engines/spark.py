@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.errors import BadInput
-from harness.model import Model, config_digest, config_to_dict, mix64, preset_of
+from harness.model import Model, config_digest, config_to_dict, cycle_collector_paused, mix64, preset_of
 from harness.result import CheckResult
 from harness.trace import Outcome
 
@@ -87,6 +87,7 @@ def _write_atomic(path: Path, write) -> None:
     os.replace(tmp, path)
 
 
+@cycle_collector_paused()
 def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
     """Dedupe, record, check and expand shard `shard`'s candidates of `level`; return child blocks."""
     model = _model(job)

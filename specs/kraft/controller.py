@@ -18,7 +18,8 @@ Two protocols live here, selected by the `completion` variant of the `kraft` spe
 Broker sets are bitmasks (bit b = broker b). ISR order is not kept: Kafka's ISR order has no
 effect on any rule modelled here (elections iterate the replica list).
 Every function returns the new `Partition`, or None when the change is refused or is a no-op
-(Kafka's `build()` returning no record).
+(Kafka's `build()` returning no record). Being pure, the rule entry points are `memoized`: a
+search meets the same partition in many states.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Annotated, NamedTuple
 
 from harness.bitset import bit, mask, members, size  # noqa: F401 (re-exported for the spec)
 from harness.itf import Bool, IdSet, Int, OptId, Seq
+from harness.model import memoized
 
 NO_LEADER = 0  # shown as -1 (Kafka's NO_LEADER) in traces
 
@@ -120,6 +122,7 @@ def seed_complete(p: Partition, final_isr: int, rules: Rules, acceptable: int, c
     return Partition(replicas, final_isr, elr, 0, leader, p.leader_epoch + 1, p.partition_epoch + 1, 0, 0, p.recovering)
 
 
+@memoized
 def seed_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int, choice: int) -> Partition | None:
     """AlterPartitionReassignments (seed 000 §4.2): growth, or immediate completion when nothing is added."""
     if in_progress(p):
@@ -141,6 +144,7 @@ def seed_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int, ch
     return p._replace(replicas=replicas, adding=adding, removing=removing, partition_epoch=p.partition_epoch + 1)
 
 
+@memoized
 def seed_alter_isr(p: Partition, new_isr: int, rules: Rules, acceptable: int, choice: int) -> Partition | None:
     """An accepted AlterPartition: the catch-up change, and completion in the same atomic change.
     None if `choice` is not a legal leader pick, or if nothing changes."""
@@ -155,6 +159,7 @@ def seed_alter_isr(p: Partition, new_isr: int, rules: Rules, acceptable: int, ch
     return caught_up._replace(partition_epoch=p.partition_epoch + 1)
 
 
+@memoized
 def seed_remove_broker(p: Partition, broker: int, rules: Rules, acceptable: int, choice: int,
                        unclean_shutdown: int = 0) -> Partition | None:
     """Fencing or shutdown of `broker` (seed 003 §2.8, §2.9.1): leave the ISR; re-elect if it led."""
@@ -171,6 +176,7 @@ def seed_remove_broker(p: Partition, broker: int, rules: Rules, acceptable: int,
     return p._replace(isr=new_isr, elr=elr, leader=leader, leader_epoch=le, partition_epoch=p.partition_epoch + 1)
 
 
+@memoized
 def seed_clean_election(p: Partition, candidate: int, rules: Rules, acceptable: int) -> Partition | None:
     """Leaderless partition: elect an ISR member, or an ELR member when the ISR is empty (KIP-966)."""
     if p.leader or not acceptable & bit(candidate):
@@ -185,6 +191,7 @@ def seed_clean_election(p: Partition, candidate: int, rules: Rules, acceptable: 
                       partition_epoch=p.partition_epoch + 1)
 
 
+@memoized
 def seed_unclean_election(p: Partition, candidate: int, rules: Rules, acceptable: int) -> Partition | None:
     """Leaderless with no clean candidate and unclean election enabled: any live replica leads."""
     if not rules.unclean or p.leader or not acceptable & bit(candidate) or candidate not in p.replicas:
@@ -196,6 +203,7 @@ def seed_unclean_election(p: Partition, candidate: int, rules: Rules, acceptable
                       partition_epoch=p.partition_epoch + 1, recovering=True)
 
 
+@memoized
 def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Partition | None:
     """Cancellation (seed 000 §4.5): revert to the original replicas and drop `adding` from the ISR.
 
@@ -237,6 +245,7 @@ def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Par
 ONLINE, UNCLEAN = "online", "unclean"
 
 
+@memoized
 def kafka_build(
     p: Partition,
     rules: Rules,
@@ -326,6 +335,7 @@ def kafka_build(
     return new._replace(partition_epoch=p.partition_epoch + 1)
 
 
+@memoized
 def kafka_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int) -> Partition | None:
     """`RCM.changePartitionReassignment`: diff against the current (possibly merged) replicas."""
     current, wanted = mask(p.replicas), mask(target)
@@ -339,6 +349,7 @@ def kafka_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int) -
     )
 
 
+@memoized
 def kafka_cancel(p: Partition, rules: Rules, acceptable: int) -> Partition | None:
     """`RCM.cancelPartitionReassignment` with `PartitionReassignmentRevert`."""
     if not in_progress(p):
