@@ -65,6 +65,23 @@ def memoized(fn: Callable) -> Callable:
     return functools.lru_cache(maxsize=1 << 16)(fn)
 
 
+def per_state(fn: Callable) -> Callable:
+    """Cache fn(x) for the last x it was called with (by identity). `successors` asks every rule
+    about one state in turn, so a fact derived from a part of that state (which brokers are
+    unfenced) is computed once per state instead of once per rule."""
+    last_arg: Any = object()
+    last_result: Any = None
+
+    def cached(x):
+        nonlocal last_arg, last_result
+        if x is not last_arg:
+            last_result = fn(x)
+            last_arg = x
+        return last_result
+
+    return functools.update_wrapper(cached, fn)
+
+
 @contextlib.contextmanager
 def cycle_collector_paused():
     """Pause CPython's cycle collector for a search loop. States are acyclic tuples of ints, so it

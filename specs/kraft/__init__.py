@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
 from harness.itf import Bool, ById, IdSet, Int, OptId, Seq
-from harness.model import Config, Spec, distinct_ids, fast_replace, memoized, param, variant
+from harness.model import Config, Spec, distinct_ids, fast_replace, memoized, param, per_state, variant
 from specs.kraft import controller as ctl
 from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, size
 
@@ -214,11 +214,22 @@ def leader_choices(cfg):
 
 def acceptable(s: State) -> int:
     """Brokers that may lead or join the ISR: running and unfenced."""
+    return unfenced(s.brokers)
+
+
+@per_state
+def unfenced(brs: tuple) -> int:
     m = 0
-    for i, b in enumerate(s.brokers):
+    for i, b in enumerate(brs):
         if b.status == UNFENCED:
             m |= 2 << i
     return m
+
+
+@per_state
+def statuses(brs: tuple) -> frozenset:
+    """The statuses some broker has (rule preconditions: is any broker fenced, offline, crashed)."""
+    return frozenset(b.status for b in brs)
 
 
 def running(b: Broker) -> bool:
@@ -345,7 +356,7 @@ def cancel_reassignment(cfg, s, new_leader):
 
 
 @spec.rule(leader=brokers, new_leader=leader_choices, fair=True,
-           precondition=lambda cfg, s: any(b.pending.isr and not b.response.status for b in s.brokers))
+           precondition=lambda cfg, s: leader_facts(s.brokers).unanswered)
 def handle_alter_partition(cfg, s, leader, new_leader):
     """Controller, on an AlterPartition request from `leader` (seed 003 §2.9.2, reference §7).
 
@@ -433,7 +444,7 @@ def fence(cfg, s, broker, new_leader):
     return commit_partition(cfg, s, s.partition, new, brokers=brs, budget=s.budget._replace(faults=s.budget.faults - 1))
 
 
-@spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: any(b.status == FENCED for b in s.brokers),
+@spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: FENCED in statuses(s.brokers),
            applies=lambda cfg: cfg.max_faults + cfg.max_unclean_shutdowns > 0)
 def unfence(cfg, s, broker):
     """Controller: a running fenced broker heartbeats again. Kafka then elects a leader for a
@@ -481,7 +492,7 @@ def shut_down(cfg, s: State, broker: int, new_leader: int, status: int, budget: 
                             budget=s.budget._replace(**{budget: left - 1}))
 
 
-@spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: any(b.status == OFFLINE for b in s.brokers),
+@spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: OFFLINE in statuses(s.brokers),
            applies=lambda cfg: cfg.max_faults > 0)
 def restart(cfg, s, broker):
     """A cleanly shut down broker starts and registers with a new broker epoch (fenced)."""
@@ -492,7 +503,7 @@ def restart(cfg, s, broker):
 
 
 @spec.rule(broker=brokers, keep=lambda cfg: range(cfg.max_records + 1), fair=True,
-           precondition=lambda cfg, s: any(b.status == CRASHED for b in s.brokers),
+           precondition=lambda cfg, s: CRASHED in statuses(s.brokers),
            applies=lambda cfg: cfg.max_unclean_shutdowns > 0)
 def restart_after_unclean_shutdown(cfg, s, broker, keep):
     """A crashed broker restarts with only `keep` records flushed, and registers with a new broker
@@ -638,10 +649,28 @@ def fetch_exchange(f: Broker, ld: Broker, follower: int) -> tuple[Broker, Broker
 
 def unreplicated_leader(cfg, s: State) -> bool:
     """Some running broker that believes it leads has records above its HWM."""
-    for i, b in enumerate(s.brokers, 1):
-        if b.known_leader == i and b.status >= FENCED and b.hwm < len(b.log):
-            return True
-    return False
+    return leader_facts(s.brokers).unreplicated
+
+
+class LeaderFacts(NamedTuple):
+    """What rule preconditions ask about the brokers that believe they lead."""
+
+    unreplicated: bool  # some running one has records above its HWM
+    idle: bool  # some running one has no AlterPartition pending
+    answered: bool  # some broker has an AlterPartition response to act on
+    unanswered: bool  # some broker has an AlterPartition the controller has not answered
+
+
+@per_state
+def leader_facts(brs: tuple) -> LeaderFacts:
+    unreplicated = idle = answered = unanswered = False
+    for i, b in enumerate(brs, 1):
+        if b.known_leader == i and b.status >= FENCED:
+            unreplicated = unreplicated or b.hwm < len(b.log)
+            idle = idle or not b.pending.isr
+        answered = answered or NO_RESPONSE_YET < b.response.status < AWAITING_METADATA
+        unanswered = unanswered or bool(b.pending.isr and not b.response.status)
+    return LeaderFacts(unreplicated, idle, answered, unanswered)
 
 
 @spec.rule(leader=brokers, fair=True, precondition=unreplicated_leader)
@@ -677,7 +706,7 @@ def advance_hwm(cfg, s, leader):
 
 def idle_leader(cfg, s: State) -> bool:
     """Some running broker believes it leads and has no AlterPartition pending."""
-    return any(b.known_leader == i and b.status >= FENCED and not b.pending.isr for i, b in enumerate(s.brokers, 1))
+    return leader_facts(s.brokers).idle
 
 
 @spec.rule(leader=brokers, follower=brokers, fair=True, precondition=idle_leader)
@@ -724,7 +753,7 @@ def propose_isr_shrink(cfg, s, leader, follower):
 
 
 def answered(cfg, s: State) -> bool:
-    return any(NO_RESPONSE_YET < b.response.status < AWAITING_METADATA for b in s.brokers)
+    return leader_facts(s.brokers).answered
 
 
 @spec.rule(leader=brokers, fair=True, precondition=answered)
