@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
 from harness.itf import Bool, ById, IdSet, Int, OptId, Seq
-from harness.model import Config, Spec, distinct_ids, fast_replace, memoized, param, per_state, variant
+from harness.model import Config, Spec, distinct_ids, fast_replace, param, per_state, variant
 from specs.kraft import controller as ctl
 from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, size
 
@@ -562,7 +562,6 @@ def learn_metadata(cfg, s, broker):
     return None if new is None else s._replace(brokers=with_broker(s, broker, new))
 
 
-@memoized  # pure in (broker, partition), which many states share
 def broker_learns(b: Broker, p: Partition, broker: int, n: int) -> Broker | None:
     """The broker's state once it has learned partition metadata `p` (learn_metadata)."""
     if not b.known_partition_epoch and not b.log and broker not in p.replicas:
@@ -623,7 +622,6 @@ def fetch(cfg, s, follower):
     return s._replace(brokers=tuple(brs))
 
 
-@memoized  # pure in (follower, leader), which many states share
 def fetch_exchange(f: Broker, ld: Broker, follower: int) -> tuple[Broker, Broker] | None:
     """The follower and the leader after one fetch, or None if it changes nothing."""
     flog, llog = f.log, ld.log
