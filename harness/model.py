@@ -59,9 +59,9 @@ def mix64(h: int) -> int:
 
 
 def memoized(fn: Callable) -> Callable:
-    """Cache a pure function of immutable state parts (partition metadata, one broker). Many
-    states share the same parts, so a search computes each result once per distinct input rather
-    than once per state. Bounded, so memory stays flat on long runs."""
+    """Cache a pure function of immutable state parts (kraft: the controller's partition changes).
+    Many states share the same parts, so a search computes each result once per distinct input
+    rather than once per state. Bounded, so memory stays flat on long runs."""
     return functools.lru_cache(maxsize=1 << 16)(fn)
 
 
@@ -86,7 +86,7 @@ def per_state(fn: Callable) -> Callable:
 def cycle_collector_paused():
     """Pause CPython's cycle collector for a search loop. States are acyclic tuples of ints, so it
     can free nothing there, yet it re-traverses the growing set of live states: about 30% of BFS
-    time at kraft ci (measured in bench/). Reference counting still frees everything."""
+    time at kraft ci (docs/ARCHITECTURE.md). Reference counting still frees everything."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -266,10 +266,10 @@ def fresh_broker(n: int, status: int, epoch: int, log: tuple, hwm: int) -> Broke
     return Broker(status, epoch, log, hwm, NO_LEADER, 0, 0, 0, 0, 0, 0, zeros, zeros, 0, no_request(n), NO_RESPONSE)
 
 
-def forgotten(n: int, b: Broker) -> Broker:
+def forgotten(cfg, b: Broker) -> Broker:
     """A broker that is not a replica: no log, no metadata for the partition, no leader state.
     An AlterPartition it sent may still be in flight."""
-    new = fresh_broker(n, b.status, b.epoch, (), 0)
+    new = fresh_broker(cfg.brokers, b.status, b.epoch, (), 0)
     if b.response.status == AWAITING_METADATA:
         return new
     return new._replace(pending=b.pending, response=b.response)
@@ -558,32 +558,26 @@ def learn_metadata(cfg, s, broker):
     p = s.partition
     if b.status < FENCED or b.known_partition_epoch == p.partition_epoch:
         return None
-    new = broker_learns(b, p, broker, cfg.brokers)
-    return None if new is None else s._replace(brokers=with_broker(s, broker, new))
-
-
-def broker_learns(b: Broker, p: Partition, broker: int, n: int) -> Broker | None:
-    """The broker's state once it has learned partition metadata `p` (learn_metadata)."""
     if not b.known_partition_epoch and not b.log and broker not in p.replicas:
         return None  # not a replica and holds nothing: nothing to learn
     was_leader = b.known_leader == broker
     new = learned(b, p)
     if b.response.status == AWAITING_METADATA:
-        new = new._replace(pending=no_request(n), response=NO_RESPONSE)
+        new = new._replace(pending=no_request(cfg.brokers), response=NO_RESPONSE)
     if not new.known_replicas & bit(broker):
-        new = forgotten(n, b)
+        new = forgotten(cfg, b)
     elif p.leader == broker:
         if not was_leader:  # follower -> leader (§2.10.1): fresh follower state, new LESO
-            zeros = (0,) * n
+            zeros = (0,) * cfg.brokers
             new = new._replace(maximal_isr=p.isr, leso=len(b.log), follower_leo=zeros, follower_epoch=zeros, fetched=0)
         elif p.leader_epoch != b.known_leader_epoch:  # leader -> leader, new epoch (§2.10.3)
             new = new._replace(maximal_isr=p.isr, leso=len(b.log), fetched=b.fetched & p.isr)
         else:  # same epoch (§2.10.2): the committed ISR replaces the maximal one
             new = new._replace(maximal_isr=p.isr)
     elif was_leader:  # leader -> follower
-        zeros = (0,) * n
+        zeros = (0,) * cfg.brokers
         new = new._replace(maximal_isr=0, leso=0, follower_leo=zeros, follower_epoch=zeros, fetched=0)
-    return new
+    return s._replace(brokers=with_broker(s, broker, new))
 
 
 @spec.rule(leader=brokers, precondition=lambda cfg, s: s.budget.records > 0)
@@ -614,16 +608,6 @@ def fetch(cfg, s, follower):
     if ld.status < FENCED or ld.known_leader != lid or ld.known_leader_epoch != f.known_leader_epoch \
             or not ld.known_replicas & bit(follower):
         return None
-    after = fetch_exchange(f, ld, follower)
-    if after is None:
-        return None
-    brs = list(s.brokers)
-    brs[follower - 1], brs[lid - 1] = after
-    return s._replace(brokers=tuple(brs))
-
-
-def fetch_exchange(f: Broker, ld: Broker, follower: int) -> tuple[Broker, Broker] | None:
-    """The follower and the leader after one fetch, or None if it changes nothing."""
     flog, llog = f.log, ld.log
     common = 0
     for x, y in zip(flog, llog):
@@ -631,7 +615,7 @@ def fetch_exchange(f: Broker, ld: Broker, follower: int) -> tuple[Broker, Broker
             break
         common += 1
     if common < len(flog):  # divergence: truncate to the last common offset
-        return f._replace(log=flog[:common], hwm=min(f.hwm, common)), ld
+        return s._replace(brokers=with_broker(s, follower, f._replace(log=flog[:common], hwm=min(f.hwm, common))))
     offset = len(flog)
     if offset < len(llog):
         flog = flog + (llog[offset],)
@@ -642,7 +626,10 @@ def fetch_exchange(f: Broker, ld: Broker, follower: int) -> tuple[Broker, Broker
                               fetched=ld.fetched | bit(follower))
     if leader_view == ld and flog == f.log and hwm == f.hwm:
         return None
-    return f._replace(log=flog, hwm=hwm), leader_view
+    brs = list(s.brokers)
+    brs[i] = f._replace(log=flog, hwm=hwm)
+    brs[lid - 1] = leader_view
+    return s._replace(brokers=tuple(brs))
 
 
 def unreplicated_leader(cfg, s: State) -> bool:
