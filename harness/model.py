@@ -59,7 +59,7 @@ def mix64(h: int) -> int:
 
 
 def memoized(fn: Callable) -> Callable:
-    """Cache a pure function of immutable state parts (kraft: the controller's partition changes).
+    """Cache a pure function of immutable state parts (say, a controller's partition changes).
     Many states share the same parts, so a search computes each result once per distinct input
     rather than once per state. Bounded, so memory stays flat on long runs."""
     return functools.lru_cache(maxsize=1 << 16)(fn)

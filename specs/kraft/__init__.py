@@ -232,6 +232,27 @@ def statuses(brs: tuple) -> frozenset:
     return frozenset(b.status for b in brs)
 
 
+class LeaderFacts(NamedTuple):
+    """What rule preconditions ask about the brokers that believe they lead."""
+
+    unreplicated: bool  # some running one has records above its HWM
+    idle: bool  # some running one has no AlterPartition pending
+    answered: bool  # some broker has an AlterPartition response to act on
+    unanswered: bool  # some broker has an AlterPartition the controller has not answered
+
+
+@per_state
+def leader_facts(brs: tuple) -> LeaderFacts:
+    unreplicated = idle = answered = unanswered = False
+    for i, b in enumerate(brs, 1):
+        if b.known_leader == i and b.status >= FENCED:
+            unreplicated = unreplicated or b.hwm < len(b.log)
+            idle = idle or not b.pending.isr
+        answered = answered or NO_RESPONSE_YET < b.response.status < AWAITING_METADATA
+        unanswered = unanswered or bool(b.pending.isr and not b.response.status)
+    return LeaderFacts(unreplicated, idle, answered, unanswered)
+
+
 def running(b: Broker) -> bool:
     return b.status >= FENCED
 
@@ -635,27 +656,6 @@ def fetch(cfg, s, follower):
 def unreplicated_leader(cfg, s: State) -> bool:
     """Some running broker that believes it leads has records above its HWM."""
     return leader_facts(s.brokers).unreplicated
-
-
-class LeaderFacts(NamedTuple):
-    """What rule preconditions ask about the brokers that believe they lead."""
-
-    unreplicated: bool  # some running one has records above its HWM
-    idle: bool  # some running one has no AlterPartition pending
-    answered: bool  # some broker has an AlterPartition response to act on
-    unanswered: bool  # some broker has an AlterPartition the controller has not answered
-
-
-@per_state
-def leader_facts(brs: tuple) -> LeaderFacts:
-    unreplicated = idle = answered = unanswered = False
-    for i, b in enumerate(brs, 1):
-        if b.known_leader == i and b.status >= FENCED:
-            unreplicated = unreplicated or b.hwm < len(b.log)
-            idle = idle or not b.pending.isr
-        answered = answered or NO_RESPONSE_YET < b.response.status < AWAITING_METADATA
-        unanswered = unanswered or bool(b.pending.isr and not b.response.status)
-    return LeaderFacts(unreplicated, idle, answered, unanswered)
 
 
 @spec.rule(leader=brokers, fair=True, precondition=unreplicated_leader)
