@@ -3,12 +3,17 @@
 `build_machine(model)` returns a `hypothesis.stateful.RuleBasedStateMachine` subclass with no
 per-model code:
 
-* `@initialize`: pick one of the model's initial states (and the swarm draws, below);
+* `@initialize`: pick one of the model's initial states (and how the walk schedules rules, below);
 * one Hypothesis `@rule` per model rule, guarded by a `@precondition` "some action of this rule is
   enabled", which draws its parameters among the *enabled* actions only (no wasted runs);
 * one `@invariant` per model invariant, plus a deadlock check when the spec asks for one;
 * `start_over`, the only rule enabled in a final state: a new walk from an initial state, so no
   Hypothesis step idles (one Hypothesis run holds several walks).
+
+Each walk draws how it schedules rules: *swarm* (leave a random set of rules out for a while) or
+*priority* (PCT: rules in a random priority order, the highest enabled one fires, and at a few
+random steps the rule that fired drops to the bottom). Both come from Hypothesis draws, so a
+run replays exactly.
 
 The machine records the model's action labels, so the shrunk failing run maps to the model's
 own steps and becomes an ITF trace (same format as BFS) that `harness replay` reproduces.
@@ -19,6 +24,7 @@ time), `nightly` (many examples), `dev` (random, with the example database in `.
 
 from __future__ import annotations
 
+import random
 import time
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
@@ -26,6 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.strategies._internal.featureflags import FeatureFlags
 
 from harness.engines import guided
 from harness.model import Model
@@ -37,7 +44,7 @@ _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), report_mu
 PROFILES = {
     # Hypothesis' generic shrinker spends minutes on long stateful runs; the ci profile skips it and
     # the engine minimises the failing run itself (`minimize`: delta debugging over action labels).
-    "ci": dict(max_examples=1000, stateful_step_count=100, derandomize=True, database=None, print_blob=False,
+    "ci": dict(max_examples=1500, stateful_step_count=100, derandomize=True, database=None, print_blob=False,
                phases=(Phase.explicit, Phase.reuse, Phase.generate), **_COMMON),
     "nightly": dict(max_examples=20_000, stateful_step_count=150, database=None, **_COMMON),
     "dev": dict(max_examples=500, stateful_step_count=50, database=DirectoryBasedExampleDatabase(".hypothesis/examples"),
@@ -45,6 +52,15 @@ PROFILES = {
 }
 for _name, _values in PROFILES.items():
     settings.register_profile(f"harness-{_name}", **_values)
+
+
+# Actions are chosen by an integer draw modulo their number; the range makes the bias negligible.
+PICK_RANGE = 1 << 16
+# Priority walks: their share of walks; how many times the rule that fired drops to the bottom,
+# within how many steps.
+PRIORITY_WALKS = 1 / 3
+PRIORITY_CHANGES = 3
+PRIORITY_HORIZON = 30
 
 
 class PropertyViolated(AssertionError):
@@ -65,35 +81,75 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
     names = list(by_rule)
 
     namespace: dict = {"model": model, "last_run": None, "walks": 0}
-    # Swarm testing (Groce et al., ISSTA 2012): each run leaves out a random set of rules. A rule that
-    # keeps "healing" the state (a follower fetching again after its restart) no longer masks the
-    # bugs that need it to stay quiet for a few steps. Rules left out are used again when nothing
-    # else is enabled, so no run gets stuck.
+
+    def __init__(self):
+        RuleBasedStateMachine.__init__(self)
+        self.run_steps = 0  # steps taken by the earlier walks of this run
+        # The walk's own draws decide which rules may run (below). Hypothesis' built-in per-run swarm
+        # (feature flags) would abort any run whose only allowed rule it happened to switch off, which
+        # a priority walk makes the common case; so every Hypothesis rule stays switched on.
+        strategy = getattr(self, "_rules_strategy", None)
+        if strategy is not None and hasattr(strategy, "enabled_rules_strategy"):
+            strategy.enabled_rules_strategy = st.just(FeatureFlags())
+
+    namespace["__init__"] = __init__
+
+    # Swarm testing (Groce et al., ISSTA 2012): a walk leaves out a random set of rules until a random
+    # step. A rule that keeps "healing" the state (a follower fetching again after its restart) no
+    # longer masks the bugs that need it to stay quiet for a few steps. Rules left out are used again
+    # when nothing else is enabled, so no walk gets stuck.
     omitted = st.sets(st.sampled_from(names)) if swarm and names else st.just(frozenset())
+    # Priority scheduling, after PCT (Burckhardt et al., ASPLOS 2010) with rules in place of threads:
+    # the highest-priority enabled rule fires, so each rule runs until it is disabled or overtaken;
+    # at PRIORITY_CHANGES random steps the rule that fired drops below every other. An order such
+    # as "fetch, fetch, crash, restart, then the pending request" with the healing rules quiet in
+    # between is then one lucky permutation plus a few change points away, not a product of many
+    # unlikely uniform choices.
+    # The priority draws come from a `random.Random` seeded by one Hypothesis-drawn integer mixed with
+    # the walk's position in the run (steps taken before it). Hypothesis' own draws favour small and
+    # simple values, and its generator copies one part of a run over another of the same kind: both
+    # repeat schedules. Mixed with the position, a copied seed still gives a new schedule, and the
+    # same run (a replay) still gives the same one.
+    walk_draws = dict(index=st.integers(0, len(inits) - 1), leave_out=omitted, until=st.integers(0, 40),
+                      seed=st.integers(0, 2**64 - 1))
 
-    walk_draws = dict(index=st.integers(0, len(inits) - 1), leave_out=omitted, until=st.integers(0, 40))
-
-    def begin(self, index, leave_out, until):
+    def begin(self, index, leave_out, until, seed):
+        if hasattr(self, "actions"):  # starting over: the walk that ended counts toward the position
+            self.run_steps += len(self.actions) - 1
+        schedule = random.Random(seed ^ (self.run_steps * 0x9E3779B97F4A7C15 % 2**64))
         self.state = inits[index]
         self.states, self.actions = [self.state], [None]
-        self.left_out = frozenset(leave_out)
+        by_priority = swarm and bool(names) and schedule.random() < PRIORITY_WALKS
+        self.left_out = frozenset() if by_priority else frozenset(leave_out)
         self.swarm_until = until
+        self.priority, self.drop_at = None, ()
+        if by_priority:
+            # later in the order is higher; a dropped rule goes below 0, the latest drop lowest
+            order = schedule.sample(names, len(names))
+            self.priority = {name: rank for rank, name in enumerate(order)}
+            self.drop_at = sorted(schedule.randint(1, PRIORITY_HORIZON) for _ in range(PRIORITY_CHANGES))
         self._enabled = None
 
     @initialize(**walk_draws)
-    def start(self, index, leave_out, until):
-        begin(self, index, leave_out, until)
+    def start(self, **draws):
+        begin(self, **draws)
         type(self).last_run = self
         type(self).walks += 1
 
     namespace["start"] = start
 
     def enabled(self) -> dict[str, list[tuple[int, tuple]]]:
-        """Enabled actions of the current state, grouped by rule (computed once per state)."""
+        """Enabled actions of the current state that this walk allows, grouped by rule (computed
+        once per state): all of them, those of the rules not left out (swarm), or those of the
+        highest-priority enabled rule (priority)."""
         if self._enabled is None:
             groups: dict[str, list[tuple[int, tuple]]] = {}
             for index, nxt in model.successors(self.state):
                 groups.setdefault(model.rule_names[model.action_rule[index]], []).append((index, nxt))
+            if self.priority is not None and groups:
+                top = max(groups, key=self.priority.__getitem__)
+                self._enabled = {top: groups[top]}
+                return self._enabled
             left_out = self.left_out if len(self.actions) <= self.swarm_until else ()
             kept = {r: acts for r, acts in groups.items() if r not in left_out}
             self._enabled = kept or groups
@@ -103,13 +159,21 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
 
     def make_rule(rule_name: str):
         @precondition(lambda self: hasattr(self, "state") and rule_name in self.enabled())
-        @rule(data=st.data())
-        def take(self, data):
-            index, nxt = data.draw(st.sampled_from(self.enabled()[rule_name]), label=rule_name)
+        @rule(pick=st.integers(0, PICK_RANGE - 1))
+        def take(self, pick):
+            # One static draw per step (a fresh `sampled_from` over this state's actions costs more
+            # than the model step itself); `pick` modulo the number of enabled actions chooses one.
+            acts = self.enabled()[rule_name]
+            index, nxt = acts[pick % len(acts)]
             self.state = nxt
             self.states.append(nxt)
             self.actions.append(model.actions[index])
             self._enabled = None
+            if self.priority is not None:
+                step = len(self.actions) - 1
+                for drop, at in enumerate(self.drop_at):
+                    if at == step:
+                        self.priority[rule_name] = -1 - drop
 
         take.__name__ = rule_name
         return take
@@ -119,11 +183,11 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
 
     @precondition(lambda self: hasattr(self, "state") and not self.enabled())
     @rule(**walk_draws)
-    def start_over(self, index, leave_out, until):
+    def start_over(self, **draws):
         """No action is enabled (a final state: budgets spent, everything healed). Rather than idle
-        for the rest of Hypothesis' steps, begin a new walk from an initial state (with new swarm
-        draws); a violation's trace is the walk it happened in."""
-        begin(self, index, leave_out, until)
+        for the rest of Hypothesis' steps, begin a new walk from an initial state (with new
+        scheduling draws); a violation's trace is the walk it happened in."""
+        begin(self, **draws)
         type(self).walks += 1
 
     namespace["start_over"] = start_over

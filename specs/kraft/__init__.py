@@ -148,6 +148,10 @@ PRESETS = {
     "ci": {"isr": [1], "max_records": 1, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_disruptions": 1},
     # The mutations' config: the move, two records, a cancellation, one unclean shutdown.
     "small": {"max_faults": 0, "max_unclean_shutdowns": 1, "max_records": 2},
+    # A follower outside the ISR from the start and no reassignment: the smallest config of the
+    # ISR-expansion bugs of seed 003 §2.9 (the config of expand_without_fetch_in_epoch).
+    "lagging": {"replicas": [1, 2, 3], "isr": [1, 2], "max_reassignments": 0, "max_cancels": 0, "max_faults": 0,
+                "max_unclean_shutdowns": 1, "max_records": 2},
     # Faults of every kind together (for the Spark engine): fencing or clean shutdown, power loss, ISR shrink.
     "faults": {"max_unclean_shutdowns": 1, "max_shrinks": 1},
     # Known-unsafe configurations (expected counterexamples, see `expected` below).
@@ -187,7 +191,7 @@ EXPECTED = {
 }
 
 spec = Spec("kraft", KraftConfig, State, doc=__doc__, presets=PRESETS, mutations=MUTATIONS, deadlock=False,
-            expected=EXPECTED, mutation_preset="small")
+            expected=EXPECTED, mutation_preset="small", mutation_presets={"expand_without_fetch_in_epoch": "lagging"})
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -339,7 +343,7 @@ def commit_partition(cfg, s: State, old: Partition, new: Partition, **changes) -
 
 
 @spec.rule(target=lambda cfg: range(len(cfg.targets)), new_leader=leader_choices,
-           precondition=lambda cfg, s: s.budget.reassignments > 0)
+           precondition=lambda cfg, s: s.budget.reassignments > 0, applies=lambda cfg: cfg.max_reassignments > 0)
 def alter_partition_reassignments(cfg, s, target, new_leader):
     """Controller, on an AlterPartitionReassignments request (seed 000 §4.2).
 
