@@ -29,6 +29,7 @@ ci-baseline: $(STAMP)  ## rewrite ci/baseline.json from the current models
 
 bench: $(STAMP)  ## BFS and Spark measurements -> bench/results/
 	$(PY) bench/bfs_bench.py
+	$(PY) bench/hypothesis_bench.py
 	$(PY) bench/spark_bench.py
 
 counterexamples: $(STAMP)  ## regenerate the committed counterexample corpus

@@ -185,7 +185,7 @@ def _print_result(model, result) -> None:
                 f"solver {s['solver_seconds']:.2f} s"]
     elif result.engine == "hypothesis":
         bits = [f"profile {s['profile']}", f"budget {s['max_examples']:,} runs x {s['max_steps']} steps",
-                f"{s['walks']:,} walks",
+                f"{s['walks']:,} walks ({s['distinct_walks']:,} distinct)", f"{s['steps']:,} steps",
                 "derandomized" if s["derandomized"] else f"seed {s['seed']}"]
     else:
         bits = [f"{s.get('distinct', 0):,} distinct states", f"{s.get('generated', 0):,} generated", f"depth {s.get('depth')}"]

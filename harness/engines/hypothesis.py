@@ -80,7 +80,9 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
         by_rule.setdefault(model.rule_names[r], []).append(index)
     names = list(by_rule)
 
-    namespace: dict = {"model": model, "last_run": None, "walks": 0}
+    # Counters over all runs: walks begun, model steps taken, and the distinct walks (Hypothesis
+    # re-runs copies of earlier runs with one part duplicated, which repeats walks).
+    namespace: dict = {"model": model, "last_run": None, "walks": 0, "steps": 0, "walk_digests": set()}
 
     def __init__(self):
         RuleBasedStateMachine.__init__(self)
@@ -113,9 +115,15 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
     walk_draws = dict(index=st.integers(0, len(inits) - 1), leave_out=omitted, until=st.integers(0, 40),
                       seed=st.integers(0, 2**64 - 1))
 
+    def walk_ended(self):
+        if hasattr(self, "actions"):
+            self.run_steps += len(self.actions) - 1  # the next walk's position in the run
+            type(self).walk_digests.add(hash(tuple(self.actions)))
+
+    namespace["teardown"] = walk_ended
+
     def begin(self, index, leave_out, until, seed):
-        if hasattr(self, "actions"):  # starting over: the walk that ended counts toward the position
-            self.run_steps += len(self.actions) - 1
+        walk_ended(self)
         schedule = random.Random(seed ^ (self.run_steps * 0x9E3779B97F4A7C15 % 2**64))
         self.state = inits[index]
         self.states, self.actions = [self.state], [None]
@@ -169,6 +177,7 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
             self.states.append(nxt)
             self.actions.append(model.actions[index])
             self._enabled = None
+            type(self).steps += 1
             if self.priority is not None:
                 step = len(self.actions) - 1
                 for drop, at in enumerate(self.drop_at):
@@ -257,7 +266,7 @@ def explore(model: Model, *, profile: str = "ci", examples: int | None = None, s
         note = f"Hypothesis reported a flaky failure: {exc}"
     elapsed = time.monotonic() - started
     stats = {"seconds": round(elapsed, 3), "profile": profile, "max_examples": chosen.max_examples,
-             "walks": machine.walks, "max_steps": chosen.stateful_step_count, "seed": None if chosen.derandomize else seed,
+             "walks": machine.walks, "distinct_walks": len(machine.walk_digests), "steps": machine.steps, "max_steps": chosen.stateful_step_count, "seed": None if chosen.derandomize else seed,
              "derandomized": chosen.derandomize}
     result = CheckResult("hypothesis", complete=not violations, violations=violations, stats=stats)
     if note:

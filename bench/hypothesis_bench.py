@@ -1,0 +1,67 @@
+"""Hypothesis engine throughput on the correct models' `large` configs (`make bench`).
+
+Reports model steps/s, walks/s and distinct walks/s (Hypothesis re-runs copies of earlier runs with
+a part duplicated, so some walks repeat). Each case runs REPEATS times in a fresh process; the run
+with the median time is reported. Results go to stdout and bench/results/hypothesis.json.
+No assertions: these are measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CASES = [("kraft", "large"), ("kip642", "large")]
+EXAMPLES = 300  # runs of the ci profile (100 steps each)
+REPEATS = 3
+
+CHILD = r"""
+import json, sys
+from harness.registry import load_spec
+from harness.engines import hypothesis as hyp
+spec_name, preset, examples = json.loads(sys.argv[1])
+spec = load_spec(spec_name)
+r = hyp.explore(spec.bind(spec.config(preset)), profile="ci", examples=examples)
+s = r.stats
+print(json.dumps({k: s[k] for k in ("seconds", "walks", "distinct_walks", "steps")} | {"outcome": r.outcome}))
+"""
+
+
+def run_case(spec: str, preset: str) -> dict:
+    p = subprocess.run([sys.executable, "-c", CHILD, json.dumps([spec, preset, EXAMPLES])], capture_output=True, text=True)
+    if p.returncode:
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
+    return json.loads(p.stdout)
+
+
+def main() -> None:
+    from harness.registry import load_spec, spec_names
+
+    results = []
+    print(f"{'case':16s} {'runs':>5s} {'sec':>7s} {'steps/s':>8s} {'walks/s':>8s} {'distinct/s':>10s}  outcome")
+    for spec, preset in CASES:
+        if spec not in spec_names() or preset not in load_spec(spec).presets:
+            continue
+        name = f"{spec}/{preset}"
+        runs = [run_case(spec, preset) for _ in range(REPEATS)]
+        failed = [r for r in runs if "error" in r]
+        if failed:
+            results.append({"case": name, **failed[0]})
+            print(f"{name:16s} error: {failed[0]['error']}")
+            continue
+        runs.sort(key=lambda r: r["seconds"])
+        r = runs[len(runs) // 2]
+        rates = {k: round(r[k] / r["seconds"]) for k in ("steps", "walks", "distinct_walks")}
+        results.append({"case": name, "runs": EXAMPLES, **r, **{f"{k}_per_second": v for k, v in rates.items()},
+                        "seconds_range": [runs[0]["seconds"], runs[-1]["seconds"]]})
+        print(f"{name:16s} {EXAMPLES:>5} {r['seconds']:>7.2f} {rates['steps']:>8,} {rates['walks']:>8,} "
+              f"{rates['distinct_walks']:>10,}  {r['outcome']}")
+    out = Path(__file__).parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "hypothesis.json").write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
