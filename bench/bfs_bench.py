@@ -8,9 +8,9 @@ Results go to stdout and bench/results/bfs.json. No assertions: these are measur
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from runner import median_run, run_child
 
 CASES = [
     # (spec, preset, settings, variants, mutation)
@@ -41,11 +41,7 @@ print(json.dumps({"distinct": s["distinct"], "generated": s["generated"], "depth
 
 
 def run_case(spec, preset, settings, variants, mutation, exact=False):
-    arg = json.dumps([spec, preset, settings, variants, mutation, exact])
-    p = subprocess.run([sys.executable, "-c", CHILD, arg], capture_output=True, text=True)
-    if p.returncode:
-        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
-    return json.loads(p.stdout)
+    return run_child(CHILD, json.dumps([spec, preset, settings, variants, mutation, exact]))
 
 
 def main() -> None:
@@ -64,8 +60,7 @@ def main() -> None:
                 results.append({"case": name, "exact": exact, **failed[0]})
                 print(f"{name:45s} error: {failed[0]['error']}")
                 continue
-            runs.sort(key=lambda r: r["seconds"])
-            r = runs[len(runs) // 2]
+            r = median_run(runs)
             rates = [x["states_per_second"] for x in runs]
             results.append({"case": name, "exact": exact, **r, "states_per_second_range": [min(rates), max(rates)]})
             print(f"{name:45s} {'exact' if exact else 'fp64':6s} {r['distinct']:>10,} {r['generated']:>11,} {r['depth']:>5} "

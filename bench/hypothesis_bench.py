@@ -9,9 +9,9 @@ No assertions: these are measurements.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from runner import median_run, run_child
 
 CASES = [("kraft", "large"), ("kip642", "large")]
 EXAMPLES = 300  # runs of the ci profile (100 steps each)
@@ -30,10 +30,7 @@ print(json.dumps({k: s[k] for k in ("seconds", "walks", "distinct_walks", "steps
 
 
 def run_case(spec: str, preset: str) -> dict:
-    p = subprocess.run([sys.executable, "-c", CHILD, json.dumps([spec, preset, EXAMPLES])], capture_output=True, text=True)
-    if p.returncode:
-        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
-    return json.loads(p.stdout)
+    return run_child(CHILD, json.dumps([spec, preset, EXAMPLES]))
 
 
 def main() -> None:
@@ -51,11 +48,11 @@ def main() -> None:
             results.append({"case": name, **failed[0]})
             print(f"{name:16s} error: {failed[0]['error']}")
             continue
-        runs.sort(key=lambda r: r["seconds"])
-        r = runs[len(runs) // 2]
+        r = median_run(runs)
+        times = sorted(x["seconds"] for x in runs)
         rates = {k: round(r[k] / r["seconds"]) for k in ("steps", "walks", "distinct_walks")}
         results.append({"case": name, "runs": EXAMPLES, **r, **{f"{k}_per_second": v for k, v in rates.items()},
-                        "seconds_range": [runs[0]["seconds"], runs[-1]["seconds"]]})
+                        "seconds_range": [times[0], times[-1]]})
         print(f"{name:16s} {EXAMPLES:>5} {r['seconds']:>7.2f} {rates['steps']:>8,} {rates['walks']:>8,} "
               f"{rates['distinct_walks']:>10,}  {r['outcome']}")
     out = Path(__file__).parent / "results"

@@ -10,10 +10,10 @@ bench/results/spark.json. No assertions: these are measurements.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from runner import run_child
 
 CHILD = r"""
 import json, sys, time
@@ -39,11 +39,7 @@ print(json.dumps(out))
 
 def run(engine: str, spec: str, preset: str, master: str | None = None, forced: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as ck:
-        p = subprocess.run([sys.executable, "-c", CHILD, json.dumps([engine, spec, preset, master, forced]), ck],
-                           capture_output=True, text=True)
-    if p.returncode:
-        return {"error": (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+        return run_child(CHILD, json.dumps([engine, spec, preset, master, forced]), ck)
 
 
 def main() -> None:
