@@ -148,10 +148,11 @@ PRESETS = {
     "ci": {"isr": [1], "max_records": 1, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_disruptions": 1},
     # The mutations' config: the move, two records, a cancellation, one unclean shutdown.
     "small": {"max_faults": 0, "max_unclean_shutdowns": 1, "max_records": 2},
-    # A follower outside the ISR from the start and no reassignment: the smallest config of the
-    # ISR-expansion bugs of seed 003 §2.9 (the config of expand_without_fetch_in_epoch).
-    "lagging": {"replicas": [1, 2, 3], "isr": [1, 2], "max_reassignments": 0, "max_cancels": 0, "max_faults": 0,
-                "max_unclean_shutdowns": 1, "max_records": 2},
+    # Two brokers, the follower outside the ISR, Kafka's default MinISR 1, no reassignment: the smallest
+    # config of the ISR-expansion bugs of seed 003 §2.9 (the config of expand_without_fetch_in_epoch).
+    "lagging": {"brokers": 2, "replicas": [1, 2], "isr": [1], "min_isr": 1, "targets": [[1, 2]],
+                "max_reassignments": 0, "max_cancels": 0, "max_faults": 0, "max_unclean_shutdowns": 1,
+                "max_records": 2},
     # Faults of every kind together (for the Spark engine): fencing or clean shutdown, power loss, ISR shrink.
     "faults": {"max_unclean_shutdowns": 1, "max_shrinks": 1},
     # Known-unsafe configurations (expected counterexamples, see `expected` below).
