@@ -269,6 +269,7 @@ class Spec:
     rules: list[Rule] = field(default_factory=list)
     invariants: dict[str, Callable] = field(default_factory=dict)
     invariant_docs: dict[str, str] = field(default_factory=dict)
+    invariant_reads: dict[str, tuple[str, ...]] = field(default_factory=dict)  # property -> the state fields it reads
     liveness: dict[str, Property] = field(default_factory=dict)
     init_fn: Callable | None = None
     quiescent_fn: Callable | None = None
@@ -293,8 +294,8 @@ class Spec:
         """`@spec.rule(broker=brokers)`: a protocol rule; parameters range over finite domains.
 
         `precondition(cfg, state)`, if given, is a cheap necessary condition for every parameter
-        combination: engines skip the whole rule when it is false (a speed-up; the rule itself
-        must still return None when disabled). `applies(cfg)` false removes the rule from the
+        combination: engines skip the whole rule when it is false, and `Model.apply` (replay) checks
+        it too, so the rule body need not repeat it. `applies(cfg)` false removes the rule from the
         model of that config (a rule of another variant), so it is not reported as never firing.
         """
 
@@ -304,13 +305,22 @@ class Spec:
 
         return register
 
-    def invariant(self, fn: Callable | None = None, *, name: str | None = None) -> Callable:
-        """`@spec.invariant`: a safety property `fn(cfg, state) -> bool`."""
+    def invariant(self, fn: Callable | None = None, *, name: str | None = None, reads: tuple[str, ...] = ()) -> Callable:
+        """`@spec.invariant`: a safety property `fn(cfg, state) -> bool`.
+
+        `reads`, if given, names the only top-level state fields the property looks at. A search may
+        then skip it on a successor whose fields are those of its already checked parent (rules
+        `_replace` what they change, so an untouched field is the same object)."""
+        unknown = set(reads) - set(self.state_class._fields)
+        if unknown:
+            raise TypeError(f"invariant reads unknown state field(s): {', '.join(sorted(unknown))}")
 
         def register(f: Callable) -> Callable:
             key = name or f.__name__
             self.invariants[key] = f
             self.invariant_docs[key] = (f.__doc__ or "").strip()
+            if reads:
+                self.invariant_reads[key] = tuple(reads)
             return f
 
         return register(fn) if fn is not None else register
@@ -431,7 +441,8 @@ class Model:
         # order. Successor order, and so BFS order and traces, follow this table: deterministic.
         self.actions: list[Action] = []
         self._steps: list[tuple[int, Callable, tuple]] = []
-        self._groups: list[tuple[Callable | None, list[tuple[int, Callable, tuple]]]] = []
+        self._step_preconditions: list[Callable | None] = []
+        self._groups: list[tuple[Callable | None, int, list[tuple]]] = []  # (precondition, arity, actions)
         self.rules = [r for r in spec.rules if r.applies is None or r.applies(cfg)]
         self.rule_names = [r.name for r in self.rules]
         self.action_rule: list[int] = []
@@ -444,11 +455,25 @@ class Model:
                 self.action_rule.append(rule_index)
                 group.append((len(self.actions) - 1, rule.fn, combo))
             self._steps.extend(group)
-            self._groups.append((rule.precondition, group))
+            self._step_preconditions.extend([rule.precondition] * len(group))
+            # Rules of one or two parameters get their arguments unpacked here, so `successors` calls
+            # them with fixed arity (a star-call builds an argument tuple per call).
+            if len(names) in (1, 2):
+                group = [(index, fn, *args) for index, fn, args in group]
+            self._groups.append((rule.precondition, len(names), group))
         self.action_index = {a: i for i, a in enumerate(self.actions)}
         self.fair_rules = [r.name for r in self.rules if r.fair]
         self.invariant_names = list(spec.invariants)
         self._invariants = [(n, f) for n, f in spec.invariants.items()]
+        # For searches that know each new state's parent: the properties to check on every state, and
+        # the others grouped by the state fields they read (index tuples), checked only if one changed.
+        fields = {f: i for i, f in enumerate(spec.state_class._fields)}
+        self.invariants_always = [(n, f) for n, f in self._invariants if n not in spec.invariant_reads]
+        by_reads: dict[tuple[int, ...], list] = {}
+        for n, f in self._invariants:
+            if n in spec.invariant_reads:
+                by_reads.setdefault(tuple(fields[x] for x in spec.invariant_reads[n]), []).append((n, f))
+        self.invariants_by_reads = list(by_reads.items())
         self.liveness = dict(spec.liveness)
         self.check_deadlock = spec.deadlock
         self._fast_decode = None
@@ -464,13 +489,24 @@ class Model:
         """All (action index, next state) pairs enabled in `state`, in action-table order."""
         cfg = self.config
         out = []
-        for pre, group in self._groups:
+        for pre, arity, group in self._groups:
             if pre is not None and not pre(cfg, state):
                 continue
-            for index, fn, args in group:
-                nxt = fn(cfg, state, *args)
-                if nxt is not None:
-                    out.append((index, nxt))
+            if arity == 1:
+                for index, fn, a in group:
+                    nxt = fn(cfg, state, a)
+                    if nxt is not None:
+                        out.append((index, nxt))
+            elif arity == 2:
+                for index, fn, a, b in group:
+                    nxt = fn(cfg, state, a, b)
+                    if nxt is not None:
+                        out.append((index, nxt))
+            else:
+                for index, fn, args in group:
+                    nxt = fn(cfg, state, *args)
+                    if nxt is not None:
+                        out.append((index, nxt))
         return out
 
     def apply(self, state: tuple, action: Action) -> tuple | None:
@@ -479,6 +515,9 @@ class Model:
         if index is None:
             return None
         _, fn, args = self._steps[index]
+        pre = self._step_preconditions[index]
+        if pre is not None and not pre(self.config, state):
+            return None
         return fn(self.config, state, *args)
 
     # -- properties -------------------------------------------------------------------------------

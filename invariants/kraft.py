@@ -11,27 +11,27 @@ def has_prefix(log: tuple, prefix: tuple) -> bool:
 # ------------------------------------------------------------------------------- structural
 
 
-@spec.invariant(name="IsrSubsetOfReplicas")
+@spec.invariant(name="IsrSubsetOfReplicas", reads=("partition",))
 def isr_subset_of_replicas(cfg, s: State) -> bool:
     """ISR ⊆ replicas."""
     p = s.partition
     return not p.isr & ~mask(p.replicas)
 
 
-@spec.invariant(name="LeaderInIsr")
+@spec.invariant(name="LeaderInIsr", reads=("partition",))
 def leader_in_isr(cfg, s: State) -> bool:
     """The leader, if any, is a replica and an ISR member."""
     p = s.partition
     return not p.leader or (p.leader in p.replicas and bool(p.isr >> p.leader & 1))
 
 
-@spec.invariant(name="ElrDisjointFromIsr")
+@spec.invariant(name="ElrDisjointFromIsr", reads=("partition",))
 def elr_disjoint_from_isr(cfg, s: State) -> bool:
     """No replica is both in the ISR and in the ELR."""
     return not s.partition.isr & s.partition.elr
 
 
-@spec.invariant(name="ReassignmentWellFormed")
+@spec.invariant(name="ReassignmentWellFormed", reads=("partition",))
 def reassignment_well_formed(cfg, s: State) -> bool:
     """adding and removing are disjoint subsets of the replicas; the replicas are distinct; a
     reassignment in progress keeps at least one replica that is not being removed."""
@@ -41,7 +41,7 @@ def reassignment_well_formed(cfg, s: State) -> bool:
             and not p.adding & p.removing and (not (p.adding or p.removing) or bool(reps & ~p.removing)))
 
 
-@spec.invariant(name="ElrSubsetOfReplicas")
+@spec.invariant(name="ElrSubsetOfReplicas", reads=("partition",))
 def elr_subset_of_replicas(cfg, s: State) -> bool:
     """Seed variant: ELR members are replicas (completion and cancellation trim them). Kafka keeps
     removed replicas in the ELR (reference §10), so there this holds vacuously. Found necessary by
@@ -107,7 +107,7 @@ def no_acked_record_lost(cfg, s: State) -> bool:
     return not p.leader or has_prefix(s.brokers[p.leader - 1].log, s.acked)
 
 
-@spec.invariant(name="CommittedNeverOverwritten")
+@spec.invariant(name="CommittedNeverOverwritten", reads=("committed_overwritten",))
 def committed_never_overwritten(cfg, s: State) -> bool:
     """No leader ever commits a log that contradicts the committed one."""
     return not s.committed_overwritten
@@ -116,7 +116,7 @@ def committed_never_overwritten(cfg, s: State) -> bool:
 # ---------------------------------------------------------------------------- reassignment (seed 000)
 
 
-@spec.invariant(name="CompletionRespectsMinIsr")
+@spec.invariant(name="CompletionRespectsMinIsr", reads=("completed_below_min_isr",))
 def completion_respects_min_isr(cfg, s: State) -> bool:
     """Every completed reassignment left ISR >= MinISR (seed 000 §4.2 rule 1)."""
     return not s.completed_below_min_isr

@@ -157,6 +157,45 @@ def test_rule_that_never_fires_is_a_warning():
     assert any("never fired" in w and "never" in w for w in r.warnings)
 
 
+class Grid(NamedTuple):
+    x: int
+    y: int
+
+
+def test_an_invariant_declaring_its_fields_is_skipped_only_where_they_did_not_change():
+    spec = Spec("grid", CounterConfig, Grid, presets={"tiny": {}}, deadlock=False)
+    spec.init(lambda cfg: [Grid(0, 0)])
+    spec.rule()(lambda cfg, s: s._replace(x=s.x + 1) if s.x < cfg.limit else None)
+    spec.rules[-1].name = "right"
+    spec.rule()(lambda cfg, s: s._replace(y=s.y + 1) if s.y < cfg.limit else None)
+    spec.rules[-1].name = "up"
+    checked = []
+
+    @spec.invariant(name="XBelowLimit", reads=("x",))
+    def x_below_limit(cfg, s):
+        checked.append(s)
+        return s.x < cfg.limit
+
+    r = bfs.explore(spec.bind(spec.config()), keep_going=True)
+    [v] = r.violations
+    assert v.outcome.property == "XBelowLimit" and v.depth == 3  # right, right, right: still the shortest
+    # BFS reaches every state with y > 0 first by `up`, which leaves x as it was in the checked parent
+    assert r.stats["distinct"] == 16 and checked == [Grid(x, 0) for x in range(4)]
+    with pytest.raises(TypeError, match="unknown state field"):
+        spec.invariant(lambda cfg, s: True, name="Bad", reads=("z",))
+
+
+def test_apply_checks_the_rule_precondition_like_successors():
+    spec = Spec("grid", CounterConfig, Grid, presets={"tiny": {}}, deadlock=False)
+    spec.init(lambda cfg: [Grid(0, 0)])
+    spec.rule(precondition=lambda cfg, s: s.y == 0)(lambda cfg, s: s._replace(x=s.x + 1))  # the body does not check
+    spec.rules[-1].name = "right_on_the_floor"
+    model = spec.bind(spec.config())
+    step = model.actions[0]
+    assert model.apply(Grid(0, 0), step) == Grid(1, 0)
+    assert model.apply(Grid(0, 1), step) is None and model.successors(Grid(0, 1)) == []
+
+
 # --------------------------------------------------------------------- CLI, traces, replay
 def test_end_to_end_check_replay_edit_truncate(cli, tmp_path):
     code, _, err = cli("check", "example", "--config", "ci", "--mutation", "hwm_ignores_isr", "--out", tmp_path, "--quiet")

@@ -64,6 +64,7 @@ def explore(
     key = (lambda s: s) if exact else model.fingerprint  # the builtin hash: no Python frame per state
     cfg = model.config
     invariants = list(model.spec.invariants.items())
+    always, by_reads = model.invariants_always, model.invariants_by_reads
     check_deadlock = check_deadlock and model.check_deadlock
     n_actions = len(model.actions)
     gen_by_action = [0] * n_actions
@@ -124,9 +125,17 @@ def explore(
                 parents[kt] = ks
                 new_by_action[index] += 1
                 next_frontier.append((kt, t))
-                for name, inv in invariants:
+                for name, inv in always:
                     if not inv(cfg, t) and record(name, kt):
                         stop = True
+                # The parent holds the others: check one only if a field it reads changed.
+                for fields, group in by_reads:
+                    for i in fields:
+                        if t[i] is not s[i]:
+                            for name, inv in group:
+                                if not inv(cfg, t) and record(name, kt):
+                                    stop = True
+                            break
                 if stop:
                     break
             if stop:

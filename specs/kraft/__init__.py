@@ -461,7 +461,7 @@ def fence(cfg, s, broker, new_leader):
     """Controller: a broker missed its heartbeats; it leaves every ISR and loses leadership
     (seed 003 §1.2.2, §2.8). The broker keeps running, possibly still believing it leads."""
     b = s.brokers[broker - 1]
-    if b.status != UNFENCED or not may_disrupt(cfg, s, "faults"):
+    if b.status != UNFENCED:
         return None
     new = remove_broker(cfg, s, broker, new_leader)
     if new is None:
@@ -507,7 +507,7 @@ def shut_down(cfg, s: State, broker: int, new_leader: int, status: int, budget: 
     """A running broker stops (OFFLINE or CRASHED): it leaves the ISR and leadership, its process
     state is gone, its log stays on disk; one unit of `budget` is spent."""
     b = s.brokers[broker - 1]
-    if not running(b) or not may_disrupt(cfg, s, budget):
+    if not running(b):
         return None
     left = getattr(s.budget, budget)
     new = remove_broker(cfg, s, broker, new_leader)
@@ -643,15 +643,17 @@ def fetch(cfg, s, follower):
     if common < len(flog):  # divergence: truncate to the last common offset
         return s._replace(brokers=with_broker(s, follower, f._replace(log=flog[:common], hwm=min(f.hwm, common))))
     offset = len(flog)
-    if offset < len(llog):
-        flog = flog + (llog[offset],)
-    hwm = min(ld.hwm, len(flog))
+    grows = offset < len(llog)
+    hwm = min(ld.hwm, offset + grows)
     i = follower - 1
+    if not grows and hwm == f.hwm and ld.follower_leo[i] == offset and ld.follower_epoch[i] == f.epoch \
+            and ld.fetched & bit(follower):
+        return None  # caught up, and the leader already knows it: nothing changes
+    if grows:
+        flog = flog + (llog[offset],)
     leader_view = ld._replace(follower_leo=ld.follower_leo[:i] + (offset,) + ld.follower_leo[i + 1:],
                               follower_epoch=ld.follower_epoch[:i] + (f.epoch,) + ld.follower_epoch[i + 1:],
                               fetched=ld.fetched | bit(follower))
-    if leader_view == ld and flog == f.log and hwm == f.hwm:
-        return None
     brs = list(s.brokers)
     brs[i] = f._replace(log=flog, hwm=hwm)
     brs[lid - 1] = leader_view
@@ -731,7 +733,7 @@ def propose_isr_expansion(cfg, s, leader, follower):
 def propose_isr_shrink(cfg, s, leader, follower):
     """Leader: send AlterPartition removing a follower that lags or stopped fetching (seed 003
     §2.9); the Maximal ISR keeps it until the change is committed."""
-    if leader == follower or not may_disrupt(cfg, s, "shrinks"):
+    if leader == follower:
         return None
     b = acts_as_leader(s, leader)
     if b is None or b.pending.isr or b.response.status or not b.known_isr & bit(follower):
