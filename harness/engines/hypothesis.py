@@ -54,7 +54,7 @@ for _name, _values in PROFILES.items():
     settings.register_profile(f"harness-{_name}", **_values)
 
 
-# Actions are chosen by an integer draw modulo their number; the range makes the bias negligible.
+# Actions are chosen by an integer draw modulo their number; the range makes the modulo bias negligible.
 PICK_RANGE = 1 << 16
 # Priority walks: their share of walks; how many times the rule that fired drops to the bottom,
 # within how many steps.
@@ -266,7 +266,8 @@ def explore(model: Model, *, profile: str = "ci", examples: int | None = None, s
         note = f"Hypothesis reported a flaky failure: {exc}"
     elapsed = time.monotonic() - started
     stats = {"seconds": round(elapsed, 3), "profile": profile, "max_examples": chosen.max_examples,
-             "walks": machine.walks, "distinct_walks": len(machine.walk_digests), "steps": machine.steps, "max_steps": chosen.stateful_step_count, "seed": None if chosen.derandomize else seed,
+             "walks": machine.walks, "distinct_walks": len(machine.walk_digests), "steps": machine.steps,
+             "max_steps": chosen.stateful_step_count, "seed": None if chosen.derandomize else seed,
              "derandomized": chosen.derandomize}
     result = CheckResult("hypothesis", complete=not violations, violations=violations, stats=stats)
     if note:
