@@ -32,7 +32,11 @@ from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
-from hypothesis.strategies._internal.featureflags import FeatureFlags
+
+try:  # private: Hypothesis' per-run rule flags, switched off below (the engine works without this)
+    from hypothesis.strategies._internal.featureflags import FeatureFlags
+except ImportError:  # pragma: no cover - a Hypothesis release that moved it
+    FeatureFlags = None
 
 from harness.engines import guided
 from harness.model import Model
@@ -91,7 +95,7 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
         # (feature flags) would abort any run whose only allowed rule it happened to switch off, which
         # a priority walk makes the common case; so every Hypothesis rule stays switched on.
         strategy = getattr(self, "_rules_strategy", None)
-        if strategy is not None and hasattr(strategy, "enabled_rules_strategy"):
+        if FeatureFlags is not None and hasattr(strategy, "enabled_rules_strategy"):
             strategy.enabled_rules_strategy = st.just(FeatureFlags())
 
     namespace["__init__"] = __init__
