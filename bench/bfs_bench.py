@@ -8,9 +8,8 @@ Results go to stdout and bench/results/bfs.json. No assertions: these are measur
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from runner import median_run, run_child
+from runner import measure, run_child, save
 
 CASES = [
     # (spec, preset, settings, variants, mutation)
@@ -54,21 +53,17 @@ def main() -> None:
             continue
         for exact in (False, True):
             name = f"{spec}/{preset} {' '.join(settings + variants)}".strip()
-            runs = [run_case(spec, preset, settings, variants, mutation, exact) for _ in range(REPEATS)]
-            failed = [r for r in runs if "error" in r]
-            if failed:
-                results.append({"case": name, "exact": exact, **failed[0]})
-                print(f"{name:45s} error: {failed[0]['error']}")
+            r, runs = measure(lambda: run_case(spec, preset, settings, variants, mutation, exact), REPEATS)
+            if "error" in r:
+                results.append({"case": name, "exact": exact, **r})
+                print(f"{name:45s} error: {r['error']}")
                 continue
-            r = median_run(runs)
             rates = [x["states_per_second"] for x in runs]
             results.append({"case": name, "exact": exact, **r, "states_per_second_range": [min(rates), max(rates)]})
             print(f"{name:45s} {'exact' if exact else 'fp64':6s} {r['distinct']:>10,} {r['generated']:>11,} {r['depth']:>5} "
                   f"{r['seconds']:>7.2f} {r['states_per_second']:>9,} {r['bytes_per_state']:>8,}  "
                   f"{min(rates):,}-{max(rates):,}")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "bfs.json").write_text(json.dumps(results, indent=1) + "\n")
+    save(results, "bfs.json")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,8 @@ No assertions: these are measurements.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from runner import median_run, run_child
+from runner import measure, run_child, save
 
 CASES = [("kraft", "large"), ("kip642", "large")]
 EXAMPLES = 300  # runs of the ci profile (100 steps each)
@@ -42,22 +41,18 @@ def main() -> None:
         if spec not in spec_names() or preset not in load_spec(spec).presets:
             continue
         name = f"{spec}/{preset}"
-        runs = [run_case(spec, preset) for _ in range(REPEATS)]
-        failed = [r for r in runs if "error" in r]
-        if failed:
-            results.append({"case": name, **failed[0]})
-            print(f"{name:16s} error: {failed[0]['error']}")
+        r, runs = measure(lambda: run_case(spec, preset), REPEATS)
+        if "error" in r:
+            results.append({"case": name, **r})
+            print(f"{name:16s} error: {r['error']}")
             continue
-        r = median_run(runs)
         times = sorted(x["seconds"] for x in runs)
         rates = {k: round(r[k] / r["seconds"]) for k in ("steps", "walks", "distinct_walks")}
         results.append({"case": name, "runs": EXAMPLES, **r, **{f"{k}_per_second": v for k, v in rates.items()},
                         "seconds_range": [times[0], times[-1]]})
         print(f"{name:16s} {EXAMPLES:>5} {r['seconds']:>7.2f} {rates['steps']:>8,} {rates['walks']:>8,} "
               f"{rates['distinct_walks']:>10,}  {r['outcome']}")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "hypothesis.json").write_text(json.dumps(results, indent=1) + "\n")
+    save(results, "hypothesis.json")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Callable
 
 
 def run_child(source: str, *args: str) -> dict:
@@ -20,3 +22,17 @@ def run_child(source: str, *args: str) -> dict:
 def median_run(runs: list[dict]) -> dict:
     """The run with the median wall time (runs carry "seconds")."""
     return sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
+
+
+def measure(run: Callable[[], dict], repeats: int) -> tuple[dict, list[dict]]:
+    """`run()` `repeats` times: (the median run, all runs), or (the first failure, []) if one failed."""
+    runs = [run() for _ in range(repeats)]
+    failed = [r for r in runs if "error" in r]
+    return (failed[0], []) if failed else (median_run(runs), runs)
+
+
+def save(results: list | dict, filename: str) -> None:
+    """Write the results as JSON to bench/results/`filename`."""
+    out = Path(__file__).parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / filename).write_text(json.dumps(results, indent=1) + "\n")

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import tempfile
-from pathlib import Path
 
-from runner import run_child
+from runner import run_child, save
 
 CHILD = r"""
 import json, sys, time
@@ -60,9 +59,7 @@ def main() -> None:
         results["scaling_local1_over_local2"] = round(one["spark_level_seconds"] / two["spark_level_seconds"], 2)
     for name, r in results.items():
         print(f"{name:28s} {json.dumps(r)}")
-    out = Path(__file__).parent / "results" / "spark.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    save(results, "spark.json")
 
 
 if __name__ == "__main__":

@@ -441,7 +441,6 @@ class Model:
         # order. Successor order, and so BFS order and traces, follow this table: deterministic.
         self.actions: list[Action] = []
         self._steps: list[tuple[int, Callable, tuple]] = []
-        self._step_preconditions: list[Callable | None] = []
         self._groups: list[tuple[Callable | None, int, list[tuple]]] = []  # (precondition, arity, actions)
         self.rules = [r for r in spec.rules if r.applies is None or r.applies(cfg)]
         self.rule_names = [r.name for r in self.rules]
@@ -455,7 +454,6 @@ class Model:
                 self.action_rule.append(rule_index)
                 group.append((len(self.actions) - 1, rule.fn, combo))
             self._steps.extend(group)
-            self._step_preconditions.extend([rule.precondition] * len(group))
             # Rules of one or two parameters get their arguments unpacked here, so `successors` calls
             # them with fixed arity (a star-call builds an argument tuple per call).
             if len(names) in (1, 2):
@@ -515,7 +513,7 @@ class Model:
         if index is None:
             return None
         _, fn, args = self._steps[index]
-        pre = self._step_preconditions[index]
+        pre = self.rules[self.action_rule[index]].precondition
         if pre is not None and not pre(self.config, state):
             return None
         return fn(self.config, state, *args)

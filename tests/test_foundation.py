@@ -162,9 +162,14 @@ class Grid(NamedTuple):
     y: int
 
 
-def test_an_invariant_declaring_its_fields_is_skipped_only_where_they_did_not_change():
+def grid_spec() -> Spec:
     spec = Spec("grid", CounterConfig, Grid, presets={"tiny": {}}, deadlock=False)
     spec.init(lambda cfg: [Grid(0, 0)])
+    return spec
+
+
+def test_an_invariant_declaring_its_fields_is_skipped_only_where_they_did_not_change():
+    spec = grid_spec()
     spec.rule()(lambda cfg, s: s._replace(x=s.x + 1) if s.x < cfg.limit else None)
     spec.rules[-1].name = "right"
     spec.rule()(lambda cfg, s: s._replace(y=s.y + 1) if s.y < cfg.limit else None)
@@ -186,8 +191,7 @@ def test_an_invariant_declaring_its_fields_is_skipped_only_where_they_did_not_ch
 
 
 def test_apply_checks_the_rule_precondition_like_successors():
-    spec = Spec("grid", CounterConfig, Grid, presets={"tiny": {}}, deadlock=False)
-    spec.init(lambda cfg: [Grid(0, 0)])
+    spec = grid_spec()
     spec.rule(precondition=lambda cfg, s: s.y == 0)(lambda cfg, s: s._replace(x=s.x + 1))  # the body does not check
     spec.rules[-1].name = "right_on_the_floor"
     model = spec.bind(spec.config())
