@@ -112,6 +112,29 @@ def fast_replace(*classes: type) -> None:
         cls._replace = _replace
 
 
+def setter(cls: type, *fields: str) -> Callable:
+    """A positional `_replace` of fixed fields for the hottest updates of a spec:
+    `set_log = setter(Broker, "log", "hwm")`, then `set_log(b, log, hwm)`. For adjacent fields it
+    splices the tuple, about twice as fast as a keyword `_replace` (no keyword dict, no name
+    lookup per call): 0.3 against 0.6-1.0 us."""
+    positions = [cls._fields.index(f) for f in fields]
+    new = tuple.__new__
+    first, end = positions[0], positions[0] + len(positions)
+    if positions == list(range(first, end)):
+        def set_adjacent(self, *values):
+            return new(cls, self[:first] + values + self[end:])
+
+        return set_adjacent
+
+    def set_fields(self, *values):
+        items = list(self)
+        for i, value in zip(positions, values):
+            items[i] = value
+        return new(cls, items)
+
+    return set_fields
+
+
 class Action(NamedTuple):
     """A rule with its parameters: the label of one transition."""
 
