@@ -109,6 +109,7 @@ def explore(
             stopped_by = "max-depth"
             break
         next_frontier = []
+        append = next_frontier.append
         for ks, s in frontier:
             successors = model.successors(s)
             expansions += 1
@@ -124,7 +125,7 @@ def explore(
                     continue
                 parents[kt] = ks
                 new_by_action[index] += 1
-                next_frontier.append((kt, t))
+                append((kt, t))
                 for name, inv in always:
                     if not inv(cfg, t) and record(name, kt):
                         stop = True

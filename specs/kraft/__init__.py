@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
 from harness.itf import Bool, ById, IdSet, Int, OptId, Seq
-from harness.model import Config, Spec, distinct_ids, fast_replace, param, per_state, setter, variant
+from harness.model import Config, Spec, distinct_ids, fast_replace, memoized, param, per_state, setter, variant
 from specs.kraft import controller as ctl
 from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, size
 
@@ -255,12 +255,18 @@ def broker_facts(brs: tuple) -> BrokerFacts:
         statuses |= 1 << status
         if status == UNFENCED:
             unfenced |= 1 << i
+        requested = b.pending.isr
         if b.known_leader == i and status >= FENCED:
-            unreplicated = unreplicated or b.hwm < len(b.log)
-            idle = idle or not b.pending.isr
+            if b.hwm < len(b.log):
+                unreplicated = True
+            if not requested:
+                idle = True
         response = b.response.status
-        answered = answered or NO_RESPONSE_YET < response < AWAITING_METADATA
-        unanswered = unanswered or bool(b.pending.isr and not response)
+        if response:
+            if response < AWAITING_METADATA:
+                answered = True
+        elif requested:
+            unanswered = True
     return BrokerFacts(unfenced, statuses, unreplicated, idle, answered, unanswered)
 
 
@@ -303,10 +309,10 @@ def fresh_broker(n: int, status: int, epoch: int, log: tuple, hwm: int) -> Broke
     return Broker(status, epoch, log, hwm, NO_LEADER, 0, 0, 0, 0, 0, 0, zeros, zeros, 0, no_request(n), NO_RESPONSE)
 
 
-def forgotten(cfg, b: Broker) -> Broker:
+def forgotten(n: int, b: Broker) -> Broker:
     """A broker that is not a replica: no log, no metadata for the partition, no leader state.
     An AlterPartition it sent may still be in flight."""
-    new = fresh_broker(cfg.brokers, b.status, b.epoch, (), 0)
+    new = fresh_broker(n, b.status, b.epoch, (), 0)
     if b.response.status == AWAITING_METADATA:
         return new
     return new._replace(pending=b.pending, response=b.response)
@@ -596,24 +602,31 @@ def learn_metadata(cfg, s, broker):
         return None
     if not b.known_partition_epoch and not b.log and broker not in p.replicas:
         return None  # not a replica and holds nothing: nothing to learn
+    return update_broker(s, broker, broker_after_learning(cfg.brokers, broker, b, p))
+
+
+@memoized
+def broker_after_learning(n: int, broker: int, b: Broker, p: Partition) -> Broker:
+    """What `broker` (state `b`) becomes when it learns partition state `p`: pure, so cached (a
+    search meets the same broker and partition in many states)."""
     was_leader = b.known_leader == broker
     new = learned(b, p)
     if b.response.status == AWAITING_METADATA:
-        new = set_request(new, no_request(cfg.brokers), NO_RESPONSE)
+        new = set_request(new, no_request(n), NO_RESPONSE)
     if not new.known_replicas & bit(broker):
-        new = forgotten(cfg, b)
+        new = forgotten(n, b)
     elif p.leader == broker:
         if not was_leader:  # follower -> leader (§2.10.1): fresh follower state, new LESO
-            zeros = (0,) * cfg.brokers
+            zeros = (0,) * n
             new = set_leader_state(new, p.isr, len(b.log), zeros, zeros, 0)
         elif p.leader_epoch != b.known_leader_epoch:  # leader -> leader, new epoch (§2.10.3)
             new = set_leader_state(new, p.isr, len(b.log), b.follower_leo, b.follower_epoch, b.fetched & p.isr)
         else:  # same epoch (§2.10.2): the committed ISR replaces the maximal one
             new = new._replace(maximal_isr=p.isr)
     elif was_leader:  # leader -> follower
-        zeros = (0,) * cfg.brokers
+        zeros = (0,) * n
         new = set_leader_state(new, 0, 0, zeros, zeros, 0)
-    return update_broker(s, broker, new)
+    return new
 
 
 @spec.rule(leader=brokers, precondition=lambda cfg, s: s.budget.records > 0)
@@ -645,29 +658,35 @@ def fetch(cfg, s, follower):
             or not ld.known_replicas & bit(follower):
         return None
     flog, llog = f.log, ld.log
-    common = 0
-    for x, y in zip(flog, llog):
-        if x != y:
-            break
-        common += 1
-    if common < len(flog):  # divergence: truncate to the last common offset
-        return update_broker(s, follower, set_log_and_hwm(f, flog[:common], min(f.hwm, common)))
     offset = len(flog)
+    if llog[:offset] != flog:  # divergence: truncate to the last common offset
+        common = 0
+        for x, y in zip(flog, llog):
+            if x != y:
+                break
+            common += 1
+        return update_broker(s, follower, set_log_and_hwm(f, flog[:common], min(f.hwm, common)))
     grows = offset < len(llog)
     hwm = min(ld.hwm, offset + grows)
     i = follower - 1
     if not grows and hwm == f.hwm and ld.follower_leo[i] == offset and ld.follower_epoch[i] == f.epoch \
             and ld.fetched & bit(follower):
         return None  # caught up, and the leader already knows it: nothing changes
-    if grows:
-        flog = flog + (llog[offset],)
+    brs = list(s.brokers)
+    brs[i], brs[lid - 1] = after_fetch(follower, f, ld, hwm)
+    return set_brokers(s, tuple(brs))
+
+
+@memoized
+def after_fetch(follower: int, f: Broker, ld: Broker, hwm: int) -> tuple[Broker, Broker]:
+    """The follower and its leader after a fetch that does not diverge: the follower takes the
+    next record (if any) and `hwm`; the leader records the fetch. Pure, so cached."""
+    i, offset = follower - 1, len(f.log)
+    log = f.log + (ld.log[offset],) if offset < len(ld.log) else f.log
     leader_view = set_follower_view(ld, ld.follower_leo[:i] + (offset,) + ld.follower_leo[i + 1:],
                                     ld.follower_epoch[:i] + (f.epoch,) + ld.follower_epoch[i + 1:],
                                     ld.fetched | bit(follower))
-    brs = list(s.brokers)
-    brs[i] = set_log_and_hwm(f, flog, hwm)
-    brs[lid - 1] = leader_view
-    return set_brokers(s, tuple(brs))
+    return set_log_and_hwm(f, log, hwm), leader_view
 
 
 def unreplicated_leader(cfg, s: State) -> bool:
