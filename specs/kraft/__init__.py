@@ -380,8 +380,16 @@ def alter_partition_reassignments(cfg, s, target, new_leader):
     return commit_partition(cfg, s, p, new, budget=s.budget._replace(reassignments=s.budget.reassignments - 1))
 
 
-@spec.rule(new_leader=leader_choices, precondition=lambda cfg, s: s.budget.cancels > 0 and ctl.in_progress(s.partition),
-           applies=lambda cfg: cfg.max_cancels > 0)
+def cancellable(cfg, s: State) -> bool:
+    """A cancellation is left in the budget and a reassignment is in progress; in the seed variant,
+    also one the controller would not refuse as unsafe (so the refused ones cost one test, not one
+    per leader choice)."""
+    p = s.partition
+    return s.budget.cancels > 0 and ctl.in_progress(p) and \
+        (cfg.completion == "kafka" or not ctl.seed_cancel_refused(p, rules_of(cfg)))
+
+
+@spec.rule(new_leader=leader_choices, precondition=cancellable, applies=lambda cfg: cfg.max_cancels > 0)
 def cancel_reassignment(cfg, s, new_leader):
     """Controller: revert an ongoing reassignment (seed 000 §4.5); refused when the reverted ISR
     would be below MinISR, unless unclean leader election is enabled."""

@@ -203,6 +203,12 @@ def seed_unclean_election(p: Partition, candidate: int, rules: Rules, acceptable
                       partition_epoch=p.partition_epoch + 1, recovering=True)
 
 
+def seed_cancel_refused(p: Partition, rules: Rules) -> bool:
+    """Seed 000 §4.5: the controller refuses to cancel when the reverted ISR would be below MinISR,
+    unless unclean leader election is enabled."""
+    return size(p.isr & ~p.adding) < rules.min_isr and not rules.unclean
+
+
 @memoized
 def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Partition | None:
     """Cancellation (seed 000 §4.5): revert to the original replicas and drop `adding` from the ISR.
@@ -211,12 +217,10 @@ def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Par
     enabled: then the revert happens anyway, electing an ISR member, or, if the ISR is empty, any
     live original replica (an unclean election: the partition enters leader recovery).
     """
-    if not in_progress(p):
+    if not in_progress(p) or seed_cancel_refused(p, rules):
         return None
     isr = p.isr & ~p.adding
     safe = size(isr) >= rules.min_isr
-    if not safe and not rules.unclean:
-        return None
     if choice and (isr & acceptable & bit(p.leader) or not acceptable & bit(choice)):
         return None  # the leader stays, or the pick cannot lead: not a legal choice
     replicas = tuple(r for r in p.replicas if not p.adding >> r & 1)
