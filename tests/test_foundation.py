@@ -11,7 +11,7 @@ import pytest
 
 from harness.engines import bfs
 from harness.errors import BadInput
-from harness.model import Config, Spec, fingerprint, param
+from harness.model import Config, Spec, fingerprint, param, setter
 from harness.registry import load_spec
 from harness.trace import read_trace
 from tests.conftest import ROOT, load_json
@@ -199,6 +199,22 @@ def test_apply_checks_the_rule_precondition_like_successors():
     assert model.apply(Grid(0, 0), step) == Grid(1, 0)
     assert model.apply(Grid(0, 1), step) is None and model.successors(Grid(0, 1)) == []
 
+
+
+class Record(NamedTuple):
+    a: int
+    b: tuple
+    c: int
+    d: int
+
+
+@pytest.mark.parametrize("fields", [("a",), ("b", "c"), ("d",), ("a", "b", "c", "d"), ("a", "c"), ("d", "b")])
+def test_setter_is_a_positional_replace(fields):
+    r = Record(1, (2,), 3, 4)
+    values = [(9,) if f == "b" else 10 + i for i, f in enumerate(fields)]
+    new = setter(Record, *fields)(r, *values)
+    assert type(new) is Record and new == r._replace(**dict(zip(fields, values)))
+    assert r == Record(1, (2,), 3, 4)  # the original is untouched
 
 # --------------------------------------------------------------------- CLI, traces, replay
 def test_end_to_end_check_replay_edit_truncate(cli, tmp_path):

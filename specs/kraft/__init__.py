@@ -184,6 +184,8 @@ fast_replace(Partition, AlterPartition, Response, Broker, Budget, State)
 # Positional setters for the updates made on nearly every step (twice as fast as `_replace`).
 set_brokers = setter(State, "brokers")
 set_status = setter(Broker, "status")
+set_log = setter(Broker, "log")
+set_hwm = setter(Broker, "hwm")
 set_log_and_hwm = setter(Broker, "log", "hwm")
 set_known = setter(Broker, "known_leader", "known_leader_epoch", "known_partition_epoch", "known_isr", "known_replicas")
 set_leader_state = setter(Broker, "maximal_isr", "leso", "follower_leo", "follower_epoch", "fetched")
@@ -385,8 +387,8 @@ def cancellable(cfg, s: State) -> bool:
     also one the controller would not refuse as unsafe (so the refused ones cost one test, not one
     per leader choice)."""
     p = s.partition
-    return s.budget.cancels > 0 and ctl.in_progress(p) and \
-        (cfg.completion == "kafka" or not ctl.seed_cancel_refused(p, rules_of(cfg)))
+    return (s.budget.cancels > 0 and ctl.in_progress(p)
+            and (cfg.completion == "kafka" or not ctl.seed_cancel_refused(p, rules_of(cfg))))
 
 
 @spec.rule(new_leader=leader_choices, precondition=cancellable, applies=lambda cfg: cfg.max_cancels > 0)
@@ -645,7 +647,7 @@ def produce(cfg, s, leader):
     b = acts_as_leader(s, leader)
     if b is None or size(b.known_isr) < cfg.min_isr:
         return None
-    new = set_log_and_hwm(b, b.log + (b.known_leader_epoch,), b.hwm)
+    new = set_log(b, b.log + (b.known_leader_epoch,))
     return s._replace(brokers=with_broker(s, leader, new), budget=s.budget._replace(records=s.budget.records - 1))
 
 
@@ -729,7 +731,7 @@ def advance_hwm(cfg, s, leader):
     acked = s.acked
     if not under_min and hwm > len(acked):
         acked = prefix
-    return s._replace(brokers=with_broker(s, leader, set_log_and_hwm(b, b.log, hwm)), committed=committed, acked=acked,
+    return s._replace(brokers=with_broker(s, leader, set_hwm(b, hwm)), committed=committed, acked=acked,
                       committed_overwritten=overwritten)
 
 
