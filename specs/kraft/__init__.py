@@ -370,8 +370,6 @@ def alter_partition_reassignments(cfg, s, target, new_leader):
     partition epoch is bumped; with nothing to add, the completion change is applied at once if
     the completion rules allow it.
     """
-    if not s.budget.reassignments:
-        return None
     p, rules = s.partition, rules_of(cfg)
     if cfg.completion == "kafka":
         new = ctl.kafka_reassign(p, cfg.targets[target], rules, acceptable(s)) if not new_leader else None
@@ -395,8 +393,6 @@ def cancellable(cfg, s: State) -> bool:
 def cancel_reassignment(cfg, s, new_leader):
     """Controller: revert an ongoing reassignment (seed 000 §4.5); refused when the reverted ISR
     would be below MinISR, unless unclean leader election is enabled."""
-    if not s.budget.cancels:
-        return None
     p, rules = s.partition, rules_of(cfg)
     if cfg.completion == "kafka":
         new = ctl.kafka_cancel(p, rules, acceptable(s)) if not new_leader else None
@@ -582,8 +578,6 @@ def restart_after_unclean_shutdown(cfg, s, broker, keep):
 def clean_election(cfg, s, candidate):
     """Controller (seed variant): a leaderless partition elects an unfenced ISR member, or an
     unfenced ELR member when the ISR is empty."""
-    if cfg.completion != "seed" or s.partition.leader:
-        return None
     new = ctl.seed_clean_election(s.partition, candidate, rules_of(cfg), acceptable(s))
     return None if new is None else s._replace(partition=new)
 
@@ -593,8 +587,6 @@ def clean_election(cfg, s, candidate):
 def unclean_election(cfg, s, candidate):
     """Controller (seed variant, unclean election enabled): no clean candidate is available, so
     any live replica is elected; the partition enters leader recovery."""
-    if cfg.completion != "seed" or not cfg.unclean or s.partition.leader:
-        return None
     new = ctl.seed_unclean_election(s.partition, candidate, rules_of(cfg), acceptable(s))
     return None if new is None else s._replace(partition=new)
 
@@ -642,8 +634,6 @@ def broker_after_learning(n: int, broker: int, b: Broker, p: Partition) -> Broke
 @spec.rule(leader=brokers, precondition=lambda cfg, s: s.budget.records > 0)
 def produce(cfg, s, leader):
     """Leader: append an acks=all record in its leader epoch; refused while ISR < MinISR (seed 003 §2.6)."""
-    if not s.budget.records:
-        return None
     b = acts_as_leader(s, leader)
     if b is None or size(b.known_isr) < cfg.min_isr:
         return None
