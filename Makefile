@@ -1,8 +1,8 @@
 # One-command setup: every target installs what it needs into .venv first.
 # The interpreter .venv is built from. A distribution's CPython (Debian's /usr/bin/python3 here) is a
 # static executable built with profile-guided and link-time optimisation; pyenv's default build is a
-# shared library without either, and searches run about 20% slower on it (docs/ARCHITECTURE.md,
-# "Interpreter"). So the system one is used when it is >= 3.11 and has venv; `make PYTHON=...` overrides.
+# shared library without either, and searches run about 12% slower on it (docs/ARCHITECTURE.md,
+# "The interpreter"). So the system one is used when it is >= 3.11 and has venv; `make PYTHON=...` overrides.
 SYSTEM_PYTHON := $(shell /usr/bin/python3 -c 'import ensurepip, sys; print(sys.executable if sys.version_info >= (3, 11) else "")' 2>/dev/null)
 PYTHON ?= $(or $(SYSTEM_PYTHON),python3)
 VENV := .venv
