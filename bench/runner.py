@@ -4,6 +4,8 @@ its own) and pick the median of repeated runs."""
 from __future__ import annotations
 
 import json
+import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -31,8 +33,16 @@ def measure(run: Callable[[], dict], repeats: int) -> tuple[dict, list[dict]]:
     return (failed[0], []) if failed else (median_run(runs), runs)
 
 
+def environment() -> dict:
+    """What the numbers were measured on. The interpreter's build matters as much as the code: pyenv's
+    default CPython runs these searches about 12% slower than Debian's (docs/ARCHITECTURE.md)."""
+    return {"python": platform.python_version(), "interpreter": getattr(sys, "_base_executable", sys.executable),
+            "compiler": platform.python_compiler(), "machine": platform.machine(), "cpus": os.cpu_count()}
+
+
 def save(results: list | dict, filename: str) -> None:
-    """Write the results as JSON to bench/results/`filename`."""
+    """Write the results as JSON to bench/results/`filename`, and the environment to environment.json."""
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     (out / filename).write_text(json.dumps(results, indent=1) + "\n")
+    (out / "environment.json").write_text(json.dumps(environment(), indent=1) + "\n")
