@@ -34,9 +34,9 @@ def measure(run: Callable[[], dict], repeats: int) -> tuple[dict, list[dict]]:
 
 
 def environment() -> dict:
-    """What the numbers were measured on. The interpreter's build matters as much as the code: pyenv's
-    default CPython runs these searches about 12% slower than Debian's (docs/ARCHITECTURE.md)."""
-    return {"python": platform.python_version(), "interpreter": getattr(sys, "_base_executable", sys.executable),
+    """What the numbers were measured on. The interpreter's build moves them: pyenv's default CPython
+    runs these searches about 12% slower than Debian's (docs/ARCHITECTURE.md, "The interpreter")."""
+    return {"python": platform.python_version(), "interpreter": os.path.realpath(sys.executable),
             "compiler": platform.python_compiler(), "machine": platform.machine(), "cpus": os.cpu_count()}
 
 
