@@ -3,7 +3,8 @@
 # static executable built with profile-guided and link-time optimisation; pyenv's default build is a
 # shared library without either, and searches run about 12% slower on it (docs/ARCHITECTURE.md,
 # "The interpreter"). So the system one is used when it is >= 3.11 and has venv; `make PYTHON=...` overrides.
-SYSTEM_PYTHON := $(shell /usr/bin/python3 -c 'import ensurepip, sys; print(sys.executable if sys.version_info >= (3, 11) else "")' 2>/dev/null)
+DISTRO_PYTHON ?= /usr/bin/python3
+SYSTEM_PYTHON := $(shell $(DISTRO_PYTHON) -c 'import ensurepip, sys; print(sys.executable if sys.version_info >= (3, 11) else "")' 2>/dev/null)
 PYTHON ?= $(or $(SYSTEM_PYTHON),python3)
 VENV := .venv
 PY := $(VENV)/bin/python

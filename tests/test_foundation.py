@@ -321,3 +321,24 @@ def test_reading_a_trace_never_executes_it(tmp_path):
     with pytest.raises(BadInput, match="unknown spec"):
         read_trace(p)
     assert not marker.exists()
+
+
+def venv_interpreter(*assignments):
+    """The interpreter `make` would build .venv from, read from a dry run (nothing is executed)."""
+    p = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), ".venv/.installed", *assignments],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    line = next(x for x in p.stdout.splitlines() if "-m venv" in x)
+    return line.split("||")[1].split(" -m venv")[0].strip()
+
+
+def test_makefile_prefers_a_usable_distribution_python(tmp_path):
+    """.venv comes from the distribution's CPython when it is >= 3.11 with venv (docs/ARCHITECTURE.md,
+    "The interpreter"), else from the python3 on PATH; PYTHON= overrides both."""
+    assert venv_interpreter(f"DISTRO_PYTHON={sys.executable}") == sys.executable  # >= 3.11, has ensurepip
+    assert venv_interpreter(f"DISTRO_PYTHON={tmp_path / 'missing'}") == "python3"
+    too_old = tmp_path / "python2"  # answers the probe with nothing, as a Python < 3.11 or without venv does
+    too_old.write_text("#!/bin/sh\nexit 0\n")
+    too_old.chmod(0o755)
+    assert venv_interpreter(f"DISTRO_PYTHON={too_old}") == "python3"
+    assert venv_interpreter("PYTHON=/opt/python/bin/python3.12") == "/opt/python/bin/python3.12"
