@@ -325,8 +325,9 @@ def test_reading_a_trace_never_executes_it(tmp_path):
 
 def venv_interpreter(*assignments):
     """The interpreter `make` would build .venv from, read from a dry run (nothing is executed)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "DISTRO_PYTHON", "MAKEFLAGS")}
     p = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), ".venv/.installed", *assignments],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 0, p.stderr
     line = next(x for x in p.stdout.splitlines() if "-m venv" in x)
     return line.split("||")[1].split(" -m venv")[0].strip()
