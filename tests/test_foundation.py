@@ -200,7 +200,6 @@ def test_apply_checks_the_rule_precondition_like_successors():
     assert model.apply(Grid(0, 1), step) is None and model.successors(Grid(0, 1)) == []
 
 
-
 class Record(NamedTuple):
     a: int
     b: tuple
@@ -221,6 +220,7 @@ def test_setter_is_a_positional_replace(fields):
 def test_setter_refuses_fields_that_are_not_adjacent_in_order(fields):
     with pytest.raises(ValueError, match="adjacent"):
         setter(Record, *fields)
+
 
 # --------------------------------------------------------------------- CLI, traces, replay
 def test_end_to_end_check_replay_edit_truncate(cli, tmp_path):
