@@ -7,6 +7,8 @@ trace does not reproduce; 2 = bad input, reported on one line with no traceback.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -14,7 +16,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness import interrupt
 from harness.errors import BadInput
+from harness.interrupt import Interrupted
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -23,7 +27,9 @@ ENGINES = ("bfs", "hypothesis", "graph", "spark", "z3")
 
 
 def _fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
+    """The one line of every refusal: whitespace folded, anything unprintable escaped."""
+    line = " ".join(message.split()).encode("utf-8", "backslashreplace").decode("utf-8")
+    print(f"error: {line}", file=sys.stderr)
     sys.exit(2)
 
 
@@ -108,6 +114,7 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
     model = spec.bind(cfg)
     if no_deadlock:
         model.check_deadlock = False
+    _check_writable_dir(Path(out), "--out")  # before the search: its result must have somewhere to go
     if engine == "spark":
         from harness.engines import spark
 
@@ -144,8 +151,23 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
     sys.exit(exit_code(result))
 
 
+def _check_writable_dir(path: Path, option: str) -> None:
+    """Refuse (exit 2) a directory that cannot be created or written, before any work is done."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if path.exists() and not path.is_dir():
+        raise BadInput(f"{option} {path}: exists and is not a directory")
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise BadInput(f"{option} {path}: cannot be written ({probe} is not a writable directory)")
+
+
+_last_progress: dict = {}  # the last figures an engine reported: what an interrupted run had done
+
+
 class _progress:
-    """A live one-line progress display on stderr (rate, depth, queue); silent with --quiet."""
+    """A live one-line progress display on stderr (rate, depth, queue); silent with --quiet. It
+    keeps the last figures either way, so that an interrupted run can report them as partial."""
 
     def __init__(self, quiet: bool, message: str = "exploring ...") -> None:
         self.quiet = quiet or not err.is_terminal
@@ -153,13 +175,15 @@ class _progress:
         self.status = None
 
     def __enter__(self):
-        if self.quiet:
-            return None
-        self.status = err.status(self.message)
-        self.status.__enter__()
+        if not self.quiet:
+            self.status = err.status(self.message)
+            self.status.__enter__()
         return self.update
 
     def update(self, p: dict) -> None:
+        _last_progress.update(p)
+        if self.status is None:
+            return
         rate = p["distinct"] / p["elapsed"] if p["elapsed"] else 0
         self.status.update(f"{p['distinct']:,} distinct  {p['generated']:,} generated  depth {p['depth']}  "
                            f"queue {p['queue']:,}  {rate:,.0f} states/s")
@@ -227,6 +251,8 @@ def _print_result(model, result) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def replay_cmd(trace_path: str, as_json: bool) -> None:
     """Re-execute TRACE from the model's initial state; exit 0 if it reproduces as recorded."""
+    from rich.text import Text  # text from the trace file is printed as Text: never read as markup or emoji codes
+
     from harness.replay import replay
     from harness.trace import read_trace
 
@@ -234,9 +260,10 @@ def replay_cmd(trace_path: str, as_json: bool) -> None:
     if as_json:
         print(json.dumps(report.to_json(), indent=1))
     else:
-        (err if not report.ok else out).print(("[green]OK[/green] " if report.ok else "[red]DIVERGES[/red] ") + report.message)
+        verdict = Text("OK ", "green") if report.ok else Text("DIVERGES ", "red")
+        (err if not report.ok else out).print(verdict + report.message)
         for var, (rec, rep) in report.differences.items():
-            err.print(f"  {var}: recorded {rec}, replayed {rep}")
+            err.print(Text(f"  {var}: recorded {rec}, replayed {rep}"))
     sys.exit(0 if report.ok else 1)
 
 
@@ -244,16 +271,18 @@ def replay_cmd(trace_path: str, as_json: bool) -> None:
 @click.argument("trace_path", metavar="TRACE")
 def show_cmd(trace_path: str) -> None:
     """Print TRACE as a table: the first state, then only the variables each step changes."""
+    from rich.text import Text  # text from the trace file is printed as Text: never read as markup or emoji codes
+
     from harness.replay import show_rows
     from harness.trace import read_trace
 
     trace = read_trace(trace_path)
     m = trace.meta
-    out.print(f"[bold]{m['spec']}[/bold] config={m.get('preset')} mutation={m.get('mutation')} engine={m.get('engine')} "
-              f"outcome={m['outcome']['kind']} {m['outcome'].get('property') or ''}")
+    out.print(Text.assemble((m["spec"], "bold"), f" config={m.get('preset')} mutation={m.get('mutation')} "
+                            f"engine={m.get('engine')} outcome={m['outcome']['kind']} {m['outcome'].get('property') or ''}"))
     table = Table("step", "action", "changes", show_lines=True)
     for row in show_rows(trace):
-        table.add_row(*row)
+        table.add_row(*map(Text, row))
     out.print(table)
 
 
@@ -339,9 +368,25 @@ def corpus_cmd(out: str, names: tuple) -> None:
     sys.exit(1 if survivors else 0)
 
 
+def _interrupted(exc: Interrupted) -> None:
+    """One line: which signal, what the run had done (partial, not a verdict), then 130 or 143."""
+    p = _last_progress
+    done = (f"partial: {p['distinct']:,} distinct states, {p['generated']:,} generated, depth {p['depth']}, "
+            f"{p['elapsed']:.1f} s" if p else "no figures yet")
+    hint = getattr(exc, "hint", None)
+    print(f"interrupted by {exc.name}: no verdict ({done})" + (f"; {hint}" if hint else ""), file=sys.stderr)
+    # Exit now: tearing down millions of states (or waiting on library threads) would take seconds.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exc.exit_code)
+
+
 def main() -> None:
+    interrupt.install()
     try:
-        cli.main(standalone_mode=False)
+        # make_context + invoke rather than cli.main: main turns Ctrl-C into Abort and prints a blank line
+        with cli.make_context("harness", sys.argv[1:]) as ctx:
+            cli.invoke(ctx)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
@@ -350,8 +395,13 @@ def main() -> None:
         _fail(exc.format_message().replace("\n", " "))
     except BadInput as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        _fail("interrupted")
+    except Interrupted as exc:
+        _interrupted(exc)
+    except KeyboardInterrupt:  # a Ctrl-C that arrived before the handler was installed
+        _interrupted(Interrupted(signal.SIGINT))
+    except BrokenPipeError:  # `harness ... | head`: the reader left; exit as a process killed by SIGPIPE would
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + signal.SIGPIPE)
 
 
 if __name__ == "__main__":

@@ -316,7 +316,7 @@ def test_spark_run_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path):
     level = 0
     while time.monotonic() < deadline and p.poll() is None:
         try:
-            level = json.loads((ck / "state.json").read_text())["level"]
+            level = json.loads((ck / "state.json").read_text())["body"]["level"]
         except (OSError, ValueError, KeyError):
             pass
         if level >= 8:

@@ -1,6 +1,6 @@
 """Exhaustive exploration with PySpark: fingerprint-owned shards, one exchange per BFS level.
 
-Design (measurements in docs/ARCHITECTURE.md, prior art in ../shared/reference/spark-exploration-notes.md):
+Design (measurements in docs/ARCHITECTURE.md):
 
 * Shard p owns the states whose mixed fingerprint is p modulo P (`owner`, one explicit function).
 * Strictly level-synchronous: level k of shard p is processed by one task, `process_shard`,
@@ -16,15 +16,17 @@ Design (measurements in docs/ARCHITECTURE.md, prior art in ../shared/reference/s
 * Determinism: among duplicate candidates the smallest (parent, action) wins; among violations
   of a property at its first level, the smallest fingerprint. Neither depends on P.
 
-Checkpoint layout (DIR): state.json (job identity, last completed level, totals), and per level
-k: frontier/k/shard-p.parquet, visited/k/shard-p.npy, parents/k/shard-p.parquet,
-stats/k/shard-p.json. Executors must see DIR (local mode: always; a cluster: a shared path).
+The checkpoint directory, its layout and its integrity checks are `harness.checkpoint`'s. Executors
+must see it (local mode: always; a cluster: a shared path).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
+import re
 import shutil
 import socket
 import sys
@@ -37,8 +39,11 @@ from urllib.parse import urlparse
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 
+from harness import checkpoint as ck
+from harness import interrupt
 from harness.errors import BadInput
 from harness.model import Model, config_digest, config_to_dict, cycle_collector_paused, mix64, preset_of
 from harness.result import CheckResult
@@ -46,10 +51,10 @@ from harness.trace import Outcome
 
 SMALL_LEVEL = 20_000  # frontiers below this many candidates are expanded in the driver
 INIT_ACTION = -1
-FORMAT = "kraft-harness-spark-checkpoint/2"  # 2: states as MessagePack
 
 _FRONTIER_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("state", pa.binary())])
 _PARENT_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32())])
+_VISITED_SCHEMA = pa.schema([("fp", pa.int64())])
 
 
 def owner(fp: int, shards: int) -> int:
@@ -75,28 +80,12 @@ def _model(job: dict) -> Model:
     return m
 
 
-def _path(job: dict, kind: str, level: int, shard: int | None = None, ext: str = "parquet") -> Path:
-    base = Path(job["dir"]) / kind / str(level)
-    return base if shard is None else base / f"shard-{shard}.{ext}"
-
-
-def _write_atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 @cycle_collector_paused()
 def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
     """Dedupe, record, check and expand shard `shard`'s candidates of `level`; return child blocks."""
     model = _model(job)
     shards = job["shards"]
-    src = _path(job, "frontier", level, shard)
-    try:
-        table = pq.read_table(src) if src.exists() else _FRONTIER_SCHEMA.empty_table()
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise BadInput(f"corrupt checkpoint: {src}: {exc}") from None
+    table = ck.read_table(job["dir"], job["id"], "frontier", level, shard)
     fps = table.column("fp").to_numpy() if table.num_rows else np.empty(0, np.int64)
     parents = table.column("parent").to_numpy() if table.num_rows else np.empty(0, np.int64)
     actions = table.column("action").to_numpy() if table.num_rows else np.empty(0, np.int32)
@@ -106,21 +95,17 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
     fps, parents, actions = fps[order], parents[order], actions[order]
     first = np.ones(len(fps), bool)
     first[1:] = fps[1:] != fps[:-1]
-    prev_path = _path(job, "visited", level - 1, shard, "npy")
-    visited = np.load(prev_path) if level > 0 and prev_path.exists() else np.empty(0, np.int64)
+    visited = (ck.read_table(job["dir"], job["id"], "visited", level - 1, shard).column("fp").to_numpy()
+               if level > 0 else np.empty(0, np.int64))
     pos = np.searchsorted(visited, fps)
     seen = (pos < len(visited)) & (visited[np.minimum(pos, max(len(visited) - 1, 0))] == fps) if len(visited) else np.zeros(len(fps), bool)
     new = first & ~seen
     new_idx = order[new]
     new_fps, new_parents, new_actions = fps[new], parents[new], actions[new]
-    def save_visited(p: Path) -> None:
-        with open(p, "wb") as fh:
-            np.save(fh, np.union1d(visited, new_fps).astype(np.int64))
-
-    _write_atomic(_path(job, "visited", level, shard, "npy"), save_visited)
-    _write_atomic(_path(job, "parents", level, shard),
-                  lambda p: pq.write_table(pa.table({"fp": new_fps, "parent": new_parents, "action": new_actions},
-                                                    schema=_PARENT_SCHEMA), p))
+    ck.write_table(job["dir"], job["id"], "visited", level, shard,
+                   pa.table({"fp": np.union1d(visited, new_fps).astype(np.int64)}, schema=_VISITED_SCHEMA))
+    ck.write_table(job["dir"], job["id"], "parents", level, shard,
+                   pa.table({"fp": new_fps, "parent": new_parents, "action": new_actions}, schema=_PARENT_SCHEMA))
     n_actions = len(model.actions)
     gen_by_action = [0] * n_actions
     new_by_action = [0] * n_actions
@@ -161,7 +146,7 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
     stats = {"new": int(len(new_fps)), "generated": generated, "gen_by_action": gen_by_action,
              "new_by_action": new_by_action, "violations": violations,
              "children": sum(len(b[0]) for b in out.values())}
-    _write_atomic(_path(job, "stats", level, shard, "json"), lambda p: p.write_text(json.dumps(stats)))
+    ck.write_json(job["dir"], job["id"], "stats", level, shard, stats)
     return sorted(out.items())
 
 
@@ -174,42 +159,75 @@ def write_frontier(job: dict, level: int, shard: int, blocks) -> int:
     table = pa.table({"fp": pa.array(cols[0], pa.int64()), "parent": pa.array(cols[1], pa.int64()),
                       "action": pa.array(cols[2], pa.int32()), "state": pa.array(cols[3], pa.binary())},
                      schema=_FRONTIER_SCHEMA)
-    _write_atomic(_path(job, "frontier", level, shard), lambda p: pq.write_table(table, p))
+    ck.write_table(job["dir"], job["id"], "frontier", level, shard, table)
     return table.num_rows
 
 
 # ------------------------------------------------------------------------------- the session
 
 
+_LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9]\d{0,3})(,[1-9]\d{0,3})?\])?|local-cluster\[\d{1,3},\d{1,3},\d{1,7}\]")
+
+
 def check_master(master: str) -> None:
-    """Fail fast (exit 2) on a missing Java or an unreachable standalone master."""
+    """Fail fast (exit 2) on a missing Java, a malformed master URL or an unreachable standalone master."""
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
         raise BadInput("Spark needs Java: no `java` on PATH and JAVA_HOME is not set")
     if master.startswith("spark://"):
         for hostport in master[len("spark://"):].split(","):
-            url = urlparse(f"spark://{hostport}")
             try:
-                socket.create_connection((url.hostname, url.port or 7077), timeout=5).close()
-            except OSError as exc:
-                raise BadInput(f"Spark master {master} is unreachable: {exc.strerror or exc}") from None
-    elif not (master.startswith("local") or master.startswith(("yarn", "k8s://", "mesos://"))):
-        raise BadInput(f"unknown Spark master URL {master!r} (local[*], spark://host:port, yarn, k8s://...)")
+                url = urlparse(f"spark://{hostport}")
+                host, port = url.hostname, url.port or 7077
+            except ValueError as exc:  # port out of range, malformed IPv6 literal
+                raise BadInput(f"malformed Spark master URL {master!r}: {exc}") from None
+            if not host:
+                raise BadInput(f"malformed Spark master URL {master!r}: no host")
+            try:
+                socket.create_connection((host, port), timeout=5).close()
+            except (OSError, UnicodeError) as exc:
+                raise BadInput(f"Spark master {master} is unreachable: {getattr(exc, 'strerror', None) or exc}") from None
+    elif not (_LOCAL_MASTER.fullmatch(master) or master in ("yarn",) or master.startswith(("k8s://", "mesos://"))):
+        raise BadInput(f"unknown Spark master URL {master!r} (local, local[N], local[*], spark://host:port, yarn, k8s://...)")
 
 
-def start_session(master: str | None):
+def start_session(master: str | None, log_file: Path):
+    """A SparkContext whose JVM writes its own output (log4j, executor stack traces) to `log_file`,
+    so that the terminal gets the harness's one-line messages only."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
 
-    builder = SparkSession.builder.appName("kafka-reassignment-harness")
+    root = logging.getLogger()
+    if not root.handlers:  # Py4J logs through the root logger (a Ctrl-C in a call, with its traceback)
+        root.addHandler(logging.FileHandler(log_file))
+    conf = SparkConf().setAppName("kafka-reassignment-harness")
     if master:  # under spark-submit the master comes from spark-submit
-        builder = builder.master(master)
-    builder = builder.config("spark.ui.showConsoleProgress", "false").config("spark.python.worker.reuse", "true")
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    if not spark.sparkContext.master.startswith("local"):
-        _ship_code(spark.sparkContext)
-    return spark
+        conf.setMaster(master)
+    conf.set("spark.ui.showConsoleProgress", "false").set("spark.python.worker.reuse", "true")
+    gateway = None
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit the JVM is already running
+        with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+    sc = SparkContext(conf=conf, gateway=gateway)
+    sc.setLogLevel("ERROR")
+    if not sc.master.startswith("local"):
+        _ship_code(sc)
+    return sc
+
+
+def stop_session(sc, seconds: float = 1.0) -> None:
+    """Stop Spark within `seconds`: a graceful stop if it is quick, else the JVM is killed."""
+    try:
+        sc.cancelAllJobs()
+    except Exception:
+        pass
+    stopper = threading.Thread(target=sc.stop, daemon=True)
+    stopper.start()
+    stopper.join(seconds)
+    proc = getattr(getattr(sc, "_gateway", None), "proc", None)
+    if stopper.is_alive() and proc is not None:
+        proc.kill()
 
 
 def _ship_code(sc) -> None:
@@ -226,44 +244,23 @@ def _ship_code(sc) -> None:
 # ---------------------------------------------------------------------------------- the driver
 
 
-class Checkpoint:
-    def __init__(self, directory: Path, job: dict) -> None:
-        self.dir, self.job = directory, job
-        self.file = directory / "state.json"
-
-    def identity(self) -> dict:
-        j = self.job
-        return {"format": FORMAT, "spec": j["spec"], "digest": j["digest"], "shards": j["shards"],
-                "check_deadlock": j["check_deadlock"]}
-
-    def load(self) -> dict | None:
-        if not self.file.exists():
-            return None
-        try:
-            data = json.loads(self.file.read_text())
-        except (OSError, ValueError) as exc:
-            raise BadInput(f"corrupt checkpoint {self.file}: {exc}") from None
-        if not isinstance(data, dict) or data.get("identity", {}).get("format") != FORMAT:
-            raise BadInput(f"{self.file} is not a checkpoint of this harness")
-        if data["identity"] != self.identity():
-            raise BadInput(f"checkpoint {self.dir} belongs to another job ({data['identity']['spec']}, "
-                           f"config {data['identity']['digest']}, {data['identity']['shards']} shards); "
-                           f"remove it or drop --resume")
-        for key in ("level", "totals"):
-            if key not in data:
-                raise BadInput(f"corrupt checkpoint {self.file}: missing {key!r}")
-        return data
-
-    def save(self, level: int, totals: dict) -> None:
-        _write_atomic(self.file, lambda p: p.write_text(json.dumps({"identity": self.identity(), "level": level,
-                                                                    "totals": totals}, indent=1)))
+def code_digest() -> str:
+    """A digest of the harness, spec and invariant sources: a checkpoint written by other code
+    would resume into another model's states, so it is part of the job's identity."""
+    root = Path(__file__).resolve().parents[2]
+    h = hashlib.sha256()
+    for pkg in ("harness", "specs", "invariants"):
+        for f in sorted((root / pkg).rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def explore(model: Model, *, master: str | None = "local[*]", partitions: int | None = None,
             checkpoint: str | None = None, resume: bool = False, max_depth: int | None = None,
             time_limit: float | None = None, keep_going: bool = False, check_deadlock: bool = True,
-            progress=None, spark_levels_only: bool = False) -> CheckResult:
-    """Exhaustive BFS in shards. `spark_levels_only` forces every level through Spark (tests)."""
+            progress=None, spark_levels_only: bool = False, session_factory=None) -> CheckResult:
+    """Exhaustive BFS in shards. `spark_levels_only` forces every level through Spark (tests);
+    `session_factory(master, log_file)` replaces `start_session` (tests that must not start a JVM)."""
     if master:
         check_master(master)
     started = time.monotonic()
@@ -271,16 +268,14 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     shards = partitions or (os.cpu_count() or 2)
     digest = config_digest(cfg)
     directory = Path(checkpoint or f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{digest}")
+    deadlock = check_deadlock and model.check_deadlock
+    store = ck.Checkpoint(directory, {"spec": model.name, "digest": digest, "shards": shards,
+                                      "check_deadlock": deadlock, "code": code_digest()})
+    store.check_writable()
+    saved = store.open(resume)
     job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "shards": shards,
-           "dir": str(directory.resolve()), "digest": digest, "check_deadlock": check_deadlock and model.check_deadlock}
-    ckpt = Checkpoint(directory, job)
-    state = ckpt.load() if resume else None
-    if resume and state is None and directory.exists() and any(directory.iterdir()):
-        raise BadInput(f"{directory} has no state.json: not a checkpoint (or a corrupt one)")
-    if state is None:
-        if directory.exists():
-            shutil.rmtree(directory)
-        directory.mkdir(parents=True)
+           "dir": str(directory.resolve()), "id": store.job, "check_deadlock": deadlock}
+    if saved is None:
         init = model.init_states()
         blocks: dict[int, list] = {}
         for s in init:
@@ -291,65 +286,78 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         level, totals = 0, {"distinct": 0, "generated": len(init), "states_per_depth": [],
                             "gen_by_action": [0] * len(model.actions), "new_by_action": [0] * len(model.actions),
                             "violations": {}, "spark_levels": 0, "driver_levels": 0}
-        ckpt.save(0, totals)
+        store.commit(0, totals, _level_files(job, "frontier", 0), keep=lambda rel: False)
     else:
-        level, totals = state["level"], state["totals"]
+        level, totals = saved["level"], saved["totals"]
 
     session: dict = {}
+    log_file = directory / ck.LOG
 
     def boot():
         t = time.monotonic()
         try:
-            session["spark"] = start_session(master)
+            session["spark"] = (session_factory or start_session)(master, log_file)
             session["start_seconds"] = time.monotonic() - t
         except Exception as exc:  # reported when Spark is first needed
             session["error"] = exc
+
+    def cancel_jobs():
+        if "spark" in session:
+            session["spark"].cancelAllJobs()
 
     booter = threading.Thread(target=boot, daemon=True)
     booter.start()
     stopped_by = None
     resumed_at = level
     try:
-        while True:
-            if totals["violations"] and not keep_going:
-                stopped_by = "violation"
-                break
-            frontier = sum(pq.read_metadata(f).num_rows for f in _path(job, "frontier", level).glob("*.parquet"))
-            if frontier == 0:
-                break
-            if max_depth is not None and level > max_depth:
-                stopped_by = "max-depth"
-                break
-            if time_limit is not None and time.monotonic() - started > time_limit:
-                stopped_by = "time-limit"
-                break
-            if frontier < SMALL_LEVEL and not spark_levels_only:
-                by_owner: dict[int, list] = {}
-                for p in range(shards):
-                    for o, block in process_shard(job, level, p):
-                        by_owner.setdefault(o, []).append(block)
-                for p in range(shards):
-                    write_frontier(job, level + 1, p, by_owner.get(p, []))
-                totals["driver_levels"] += 1
-            else:
-                t_wait = time.monotonic()
-                booter.join()
-                session["waited"] = session.get("waited", 0.0) + time.monotonic() - t_wait
-                if "error" in session:
-                    raise BadInput(f"cannot start Spark ({master}): {str(session['error']).splitlines()[0]}")
-                t_level = time.monotonic()
-                _spark_level(session["spark"].sparkContext, job, level, shards)
-                totals["spark_levels"] += 1
-                session["level_seconds"] = session.get("level_seconds", 0.0) + time.monotonic() - t_level
-            _merge_stats(job, level, shards, totals)
-            level += 1
-            ckpt.save(level, totals)
-            _drop_consumed(job, level - 1)
-            if progress:
-                progress({"distinct": totals["distinct"], "generated": totals["generated"], "depth": level,
-                          "queue": frontier, "elapsed": time.monotonic() - started})
-    except KeyboardInterrupt:
-        raise BadInput(f"interrupted; resume with --resume --checkpoint {directory}") from None
+        with interrupt.cancelling(cancel_jobs):
+            while True:
+                if totals["violations"] and not keep_going:
+                    stopped_by = "violation"
+                    break
+                frontier = sum(pq.read_metadata(f).num_rows for f in _level_files(job, "frontier", level))
+                if frontier == 0:
+                    break
+                if max_depth is not None and level > max_depth:
+                    stopped_by = "max-depth"
+                    break
+                if time_limit is not None and time.monotonic() - started > time_limit:
+                    stopped_by = "time-limit"
+                    break
+                if frontier < SMALL_LEVEL and not spark_levels_only:
+                    by_owner: dict[int, list] = {}
+                    for p in range(shards):
+                        for o, block in process_shard(job, level, p):
+                            by_owner.setdefault(o, []).append(block)
+                    for p in range(shards):
+                        write_frontier(job, level + 1, p, by_owner.get(p, []))
+                    totals["driver_levels"] += 1
+                else:
+                    t_wait = time.monotonic()
+                    booter.join()
+                    session["waited"] = session.get("waited", 0.0) + time.monotonic() - t_wait
+                    if "error" in session:
+                        first = (str(session["error"]).strip().splitlines() or [type(session["error"]).__name__])[0]
+                        raise BadInput(f"cannot start Spark ({master or 'from spark-submit'}): {first[:160]} "
+                                       f"(Spark's output: {log_file})")
+                    t_level = time.monotonic()
+                    _spark_level(session["spark"], job, level, shards, log_file)
+                    totals["spark_levels"] += 1
+                    session["level_seconds"] = session.get("level_seconds", 0.0) + time.monotonic() - t_level
+                _merge_stats(job, level, shards, totals)
+                level += 1
+                store.commit(level, totals, _level_files(job, "frontier", level) + _level_files(job, "visited", level - 1)
+                             + _level_files(job, "parents", level - 1), keep=lambda rel: rel.startswith("parents/"))
+                _drop_consumed(job, level - 1)
+                if progress:
+                    progress({"distinct": totals["distinct"], "generated": totals["generated"], "depth": level,
+                              "queue": frontier, "elapsed": time.monotonic() - started})
+    except interrupt.Interrupted as exc:
+        exc.hint = f"the checkpoint of level {level} is kept: add --resume to continue"
+        raise
+    finally:
+        if "spark" in session:
+            stop_session(session["spark"])
     elapsed = time.monotonic() - started
     result = CheckResult("spark", complete=stopped_by is None, stopped_by=stopped_by)
     for prop, (depth, fp) in sorted(totals["violations"].items(), key=lambda kv: (kv[1][0], kv[0])):
@@ -368,29 +376,36 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     return result
 
 
-def _spark_level(sc, job: dict, level: int, shards: int) -> None:
+def _level_files(job: dict, kind: str, level: int) -> list[Path]:
+    return [ck.path(job["dir"], kind, level, p) for p in range(job["shards"])]
+
+
+def _spark_level(sc, job: dict, level: int, shards: int, log_file: Path) -> None:
     """One level on the cluster: expand every shard, exchange one block per destination, write frontiers."""
     children = sc.parallelize(range(shards), shards).flatMap(lambda p: process_shard(job, level, p))
     written = children.partitionBy(shards, lambda o: o).mapPartitionsWithIndex(
         lambda p, it: [write_frontier(job, level + 1, p, (block for _, block in it))])
+    before = interrupt.received()
     try:
         written.collect()
     except Exception as exc:  # a task failed: corrupt checkpoint files, lost executors, ...
-        first = next((line for line in str(exc).splitlines() if "Error" in line or "error" in line), str(exc)[:200])
-        raise BadInput(f"Spark level {level} failed: {first.strip()}") from None
+        if interrupt.received() != before:
+            interrupt.reraise()
+        text = str(exc)
+        cause = re.search(r"harness\.errors\.BadInput: (.*)", text)  # our own refusal, raised in a task
+        first = cause.group(1) if cause else next(
+            (line for line in text.splitlines() if "Error" in line or "error" in line), text[:200])
+        raise BadInput(f"Spark level {level} failed: {first.strip()[:300]} (Spark's output: {log_file})") from None
     # shards that received nothing still need an (empty) frontier file
     for p in range(shards):
-        if not _path(job, "frontier", level + 1, p).exists():
+        if not ck.path(job["dir"], "frontier", level + 1, p).exists():
             write_frontier(job, level + 1, p, [])
 
 
 def _merge_stats(job: dict, level: int, shards: int, totals: dict) -> None:
     new = 0
     for p in range(shards):
-        try:
-            st = json.loads(_path(job, "stats", level, p, "json").read_text())
-        except (OSError, ValueError) as exc:
-            raise BadInput(f"corrupt checkpoint: stats of level {level} shard {p}: {exc}") from None
+        st = ck.read_json(job["dir"], job["id"], "stats", level, p)
         new += st["new"]
         totals["generated"] += st["generated"]
         for i, n in enumerate(st["gen_by_action"]):
@@ -407,9 +422,9 @@ def _merge_stats(job: dict, level: int, shards: int, totals: dict) -> None:
 
 
 def _drop_consumed(job: dict, level: int) -> None:
-    """After level `level` is checkpointed, its frontier and the visited arrays before it are not needed."""
-    for kind, k in (("frontier", level), ("visited", level - 1)):
-        old = _path(job, kind, k)
+    """After level `level` is committed, its frontier and stats and the visited sets before it are not needed."""
+    for kind, k in (("frontier", level), ("stats", level), ("visited", level - 1)):
+        old = ck.path(job["dir"], kind, k)
         if k >= 0 and old.exists():
             shutil.rmtree(old)
 
@@ -419,10 +434,16 @@ def _reconstruct(model: Model, job: dict, depth: int, fp: int, prop: str):
 
     chain = [fp]
     for level in range(depth, 0, -1):
-        table = pq.read_table(_path(job, "parents", level), filters=[("fp", "=", chain[-1])])
-        if table.num_rows == 0:
+        parent = None
+        for p in range(job["shards"]):
+            table = ck.read_table(job["dir"], job["id"], "parents", level, p)
+            hit = table.filter(pa.compute.equal(table.column("fp"), chain[-1]))
+            if hit.num_rows:
+                parent = hit.column("parent")[0].as_py()
+                break
+        if parent is None:
             raise BadInput(f"corrupt checkpoint: no parent record for a state of level {level}")
-        chain.append(table.column("parent")[0].as_py())
+        chain.append(parent)
     v = reconstruct(model, chain[::-1], model.fingerprint)
     v.outcome = Outcome("deadlock" if prop == "Deadlock" else "invariant", prop)
     return v

@@ -25,6 +25,7 @@ import time
 
 import z3
 
+from harness import interrupt
 from harness.errors import BadInput
 from harness.model import Model
 from harness.result import CheckResult, Violation
@@ -40,6 +41,19 @@ def symbolic_form(model: Model):
     if why:
         raise BadInput(f"no symbolic form for this config: {why}")
     return sym
+
+
+def solve(solver: z3.Solver):
+    """`solver.check()` that a signal stops. Z3's own Ctrl-C handler is switched off: it would answer
+    `unknown` ("canceled", like some timeouts), which must not read as "no counterexample". The
+    signal reaches Python's handler instead, whose watcher thread interrupts Z3 (harness.interrupt)."""
+    before = interrupt.received()
+    solver.set("ctrl_c", False)
+    with interrupt.cancelling(solver.ctx.interrupt):
+        verdict = solver.check()
+    if verdict == z3.unknown and interrupt.received() != before:
+        interrupt.reraise()
+    return verdict
 
 
 def value_of(m: z3.ModelRef, x):
@@ -182,7 +196,7 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
             solver.push()
             solver.add(bad_k)
             t0 = time.monotonic()
-            verdict = solver.check()
+            verdict = solve(solver)
             solver_seconds += time.monotonic() - t0
             if verdict != z3.sat:
                 solver.pop()

@@ -21,7 +21,7 @@ import time
 import z3
 
 from harness.bitset import members
-from harness.engines.z3bmc import Unrolling, symbolic_form, value_of
+from harness.engines.z3bmc import Unrolling, solve, symbolic_form, value_of
 from harness.errors import BadInput
 from harness.model import Model
 
@@ -47,7 +47,7 @@ def _reachable_cti(sym, cfg, n: int, rule, prop, depth: int):
         rel, params = rule(s, t, cfg, cfg.mutation)
         unroll.solver.push()
         unroll.solver.add(rel, sym.type_ok(t), z3.Not(prop(t)))
-        if unroll.solver.check() == z3.sat:
+        if solve(unroll.solver) == z3.sat:
             m = unroll.solver.model()
             return k, _show(sym, m, s), _show(sym, m, t), {str(x): _value(m, x, n) for x in params}
         unroll.solver.pop()
@@ -72,7 +72,7 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
             solver = z3.Solver()
             solver.set("timeout", timeout_ms)
             solver.add(sym.type_ok(s), sym.init(s, cfg), z3.Not(spec.z3_invariants[p](s)))
-            verdict = solver.check()
+            verdict = solve(solver)
             checks.append({"brokers": n, "rule": "init", "property": p, "result": str(verdict)})
         for rule_name, rule in sym.RULES.items():
             rel, params = rule(s, t, cfg, mutation)
@@ -80,7 +80,7 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
                 solver = z3.Solver()
                 solver.set("timeout", timeout_ms)
                 solver.add(inv, sym.type_ok(t), rel, z3.Not(spec.z3_invariants[p](t)))
-                verdict = solver.check()
+                verdict = solve(solver)
                 entry = {"brokers": n, "rule": rule_name, "property": p,
                          "result": {"unsat": "proved", "sat": "CTI"}.get(str(verdict), "unknown")}
                 checks.append(entry)

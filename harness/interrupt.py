@@ -1,0 +1,94 @@
+"""SIGINT and SIGTERM: every engine stops within moments, and a stopped run never reports success.
+
+`install()` (called by the CLI) turns both signals into `Interrupted`, raised in the main thread at
+the next Python bytecode. That is enough for engines written in Python (BFS, graph, Hypothesis),
+but not for a main thread blocked inside a C call that does not return on its own: a Z3 query, or a
+Py4J call waiting for a Spark job. So the C-level signal handler also writes to a wake-up pipe
+(`signal.set_wakeup_fd`), and a watcher thread calls whatever cancellation the running engine
+registered with `cancelling` (Z3's `interrupt`, Spark's `cancelAllJobs`); the blocked call returns
+and the Python handler raises.
+
+Exit codes (the project's contract): 130 for SIGINT, 143 for SIGTERM (128 + the signal number, as
+a shell reports a process killed by it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from typing import Callable, Iterator
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by a signal. A KeyboardInterrupt, so that libraries which let Ctrl-C through
+    (Hypothesis, Py4J) let this through too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.exit_code = 128 + signum
+        self.name = signal.Signals(signum).name
+
+
+_cancellers: list[Callable[[], None]] = []
+_received: list[int] = []  # signals seen, in order (for code that learns of an interrupt by a return value)
+_installed = False
+
+
+def _raise(signum: int, frame) -> None:
+    _received.append(signum)
+    raise Interrupted(signum)
+
+
+def _watch(fd: int) -> None:
+    while True:
+        try:
+            data = os.read(fd, 64)
+        except OSError:
+            return
+        if not data:
+            return
+        for cancel in list(_cancellers):
+            try:
+                cancel()
+            except Exception:  # a cancellation that fails leaves the Python handler to stop the run
+                pass
+
+
+def install() -> None:
+    """Route SIGINT and SIGTERM to `Interrupted` (main thread only; idempotent)."""
+    global _installed
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    for s in SIGNALS:
+        signal.signal(s, _raise)
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    threading.Thread(target=_watch, args=(read_fd,), name="interrupt-watcher", daemon=True).start()
+    _installed = True
+
+
+@contextlib.contextmanager
+def cancelling(cancel: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, a signal also calls `cancel` from another thread (to end a C call)."""
+    _cancellers.append(cancel)
+    try:
+        yield
+    finally:
+        _cancellers.remove(cancel)
+
+
+def received() -> int:
+    """How many signals have arrived so far (compare before and after a call)."""
+    return len(_received)
+
+
+def reraise(default: int = signal.SIGINT) -> None:
+    """Raise `Interrupted` for a call that reported its interruption by a return value (Z3 answers
+    `unknown` when Ctrl-C reaches its own handler instead of Python's)."""
+    raise Interrupted(_received[-1] if _received else default)

@@ -1,0 +1,192 @@
+"""Spark checkpoints: nothing of a user's is cleared, nothing damaged is resumed.
+
+The in-process tests run the Spark engine on models whose levels all stay in the driver, with a
+session factory that refuses to start Spark: they exercise the checkpoint itself, not a JVM.
+"""
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from harness.engines import bfs, spark
+from harness.errors import BadInput
+from harness.registry import load_spec
+
+LONG = os.environ.get("FUZZ_PROFILE") == "long"
+
+
+def bind(name, preset, mutation=None):
+    spec = load_spec(name)
+    return spec.bind(spec.config(preset, (), (), mutation))
+
+
+def no_spark(master, log_file):
+    raise RuntimeError("this test never starts Spark")
+
+
+def explore(model, ck, **kw):
+    return spark.explore(model, master=None, partitions=2, checkpoint=str(ck), session_factory=no_spark, **kw)
+
+
+def summary(r):
+    return (r.complete, r.stats["distinct"], r.stats["generated"], r.stats["states_per_depth"],
+            [(v.outcome.property, v.depth) for v in r.violations])
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """The uninterrupted results, and checkpoints stopped mid-way (before the violation) to copy and damage."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp())
+    out = {}
+    for name, preset, mutation in (("example", "ci", None), ("example", "ci", "hwm_ignores_isr")):
+        model = bind(name, preset, mutation)
+        full = explore(model, base / f"full-{mutation}")
+        b = bfs.explore(model)  # the same exploration as BFS (which stops a level early on a violation)
+        assert summary(full)[-1] == summary(b)[-1] and (mutation or summary(full)[1:] == summary(b)[1:])
+        ck = base / f"part-{mutation}"
+        part = explore(model, ck, max_depth=3 if mutation is None else 1)
+        assert not part.complete and part.stopped_by == "max-depth"
+        out[mutation] = (model, summary(full), ck)
+    yield out
+    shutil.rmtree(base)
+
+
+def copy_of(reference, mutation, tmp_path):
+    model, expected, ck = reference[mutation]
+    target = tmp_path / "ck"
+    shutil.copytree(ck, target)
+    return model, expected, target
+
+
+def data_files(ck: Path):
+    return sorted(str(p.relative_to(ck)) for p in ck.rglob("*") if p.is_file())
+
+
+# ------------------------------------------------------------------- the three misreport cases
+
+def test_a_checkpoint_never_clears_a_users_directory(tmp_path, cli):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    (mine / "frontier").mkdir()
+    code, _, err = cli("check", "example", "--engine", "spark", "--quiet", "--checkpoint", mine)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "not a checkpoint" in err
+    assert (mine / "thesis.tex").read_text() == "years of work" and sorted(os.listdir(mine)) == ["frontier", "thesis.tex"]
+    # the current directory, given as ".", is no different
+    code, _, err = cli("check", "example", "--engine", "spark", "--quiet", "--checkpoint", ".", cwd=mine)
+    assert code == 2 and (mine / "thesis.tex").exists()
+
+
+def test_a_file_dropped_into_a_checkpoint_stops_it_being_cleared(reference, tmp_path):
+    model, expected, ck = copy_of(reference, None, tmp_path)
+    (ck / "notes.txt").write_text("mine")
+    with pytest.raises(BadInput, match="notes.txt, which the harness did not write"):
+        explore(model, ck)
+    assert (ck / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("missing frontier shard", "frontier/4/shard-1.parquet is missing"),
+    ("edited level counter", "checksum does not match"),
+    ("missing visited file", "visited/3/shard-0.parquet is missing"),
+])
+def test_a_damaged_checkpoint_is_refused_never_resumed(reference, tmp_path, damage, message):
+    model, expected, ck = copy_of(reference, None, tmp_path)
+    if damage == "missing frontier shard":
+        (ck / "frontier" / "4" / "shard-1.parquet").unlink()
+    elif damage == "edited level counter":
+        doc = json.loads((ck / "state.json").read_text())
+        doc["body"]["level"] = 9
+        (ck / "state.json").write_text(json.dumps(doc))
+    else:
+        (ck / "visited" / "3" / "shard-0.parquet").unlink()
+    with pytest.raises(BadInput, match=message):
+        explore(model, ck, resume=True)
+
+
+def test_an_undamaged_checkpoint_resumes_to_the_uninterrupted_result(reference, tmp_path):
+    model, expected, ck = copy_of(reference, None, tmp_path)
+    assert summary(explore(model, ck, resume=True)) == expected
+
+
+def test_resume_without_a_checkpoint_is_refused(tmp_path, cli):
+    for target in (tmp_path / "absent", tmp_path):
+        code, _, err = cli("check", "example", "--engine", "spark", "--quiet", "--checkpoint", target, "--resume")
+        assert code == 2 and "no checkpoint" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "absent").exists()
+
+
+def test_a_checkpoint_of_another_job_is_neither_resumed_nor_cleared(reference, tmp_path):
+    _, _, ck = copy_of(reference, None, tmp_path)
+    before = data_files(ck)
+    other = bind("example", "tiny")
+    for resume in (True, False):
+        with pytest.raises(BadInput, match="another job"):
+            explore(other, ck, resume=resume)
+    assert data_files(ck) == before
+
+
+# -------------------------------------------------------------------------- the damage fuzzer
+
+DAMAGES = ("truncate", "delete", "swap", "flip", "append", "extra", "duplicate-into-next-level")
+
+
+def damage(ck: Path, rnd: random.Random, kind: str) -> str:
+    files = [f for f in data_files(ck) if f != "spark.log"]
+    name = rnd.choice(files)
+    target = ck / name
+    if kind == "truncate":
+        data = target.read_bytes()
+        target.write_bytes(data[:rnd.randrange(len(data))])
+    elif kind == "delete":
+        target.unlink()
+    elif kind == "swap":  # two files trade places (shards reordered)
+        other = ck / rnd.choice([f for f in files if f != name])
+        a, b = target.read_bytes(), other.read_bytes()
+        target.write_bytes(b)
+        other.write_bytes(a)
+        if a == b:
+            return "noop"
+    elif kind == "flip":
+        data = bytearray(target.read_bytes())
+        i = rnd.randrange(len(data))
+        data[i] ^= 1 << rnd.randrange(8)
+        target.write_bytes(bytes(data))
+    elif kind == "append":
+        with open(target, "ab") as fh:
+            fh.write(b"\0" * rnd.randrange(1, 64))
+    elif kind == "extra":
+        (ck / "frontier" / "2").mkdir(parents=True, exist_ok=True)
+        (ck / "frontier" / "2" / "shard-0.parquet").write_bytes(b"PAR1")
+    else:  # a committed file copied into a level where it does not belong
+        parts = name.split("/")
+        if len(parts) != 3:
+            return "noop"
+        dest = ck / parts[0] / str(int(parts[1]) - 2) / parts[2]
+        if dest.exists() or int(parts[1]) < 2:
+            return "noop"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(target, dest)
+    return f"{kind} {name}"
+
+
+@settings(max_examples=200 if LONG else 25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(kind=st.sampled_from(DAMAGES), seed=st.integers(0, 2**32 - 1), mutation=st.sampled_from([None, "hwm_ignores_isr"]))
+def test_damaged_checkpoints_are_refused_or_give_the_uninterrupted_result(reference, tmp_path_factory, kind, seed,
+                                                                           mutation):
+    model, expected, ck = copy_of(reference, mutation, tmp_path_factory.mktemp("fuzz"))
+    what = damage(ck, random.Random(seed), kind)
+    try:
+        r = explore(model, ck, resume=True)
+    except BadInput as exc:
+        assert "\n" not in str(exc) and str(ck) in str(exc) or "checkpoint" in str(exc), what
+        return
+    assert what == "noop" or summary(r) == expected, what  # accepted only if the result is unchanged
