@@ -221,9 +221,9 @@ def test_spark_bad_master_is_one_line_exit_2(cli, args, message):
 def test_spark_corrupt_or_foreign_checkpoint_is_exit_2(tmp_path, cli):
     ck = tmp_path / "ck"
     ck.mkdir()
-    (ck / "state.json").write_text("{not json")
+    (ck / "checkpoint.json").write_text("{not json")
     code, _, err = cli("check", "kraft", "--engine", "spark", "--quiet", "--checkpoint", ck, "--resume")
-    assert code == 2 and "corrupt checkpoint" in err
+    assert code == 2 and "damaged" in err and len(err.strip().splitlines()) == 1
     ok = tmp_path / "ok"
     assert cli("check", "example", "--engine", "spark", "--quiet", "--checkpoint", ok)[0] == 0
     code, _, err = cli("check", "kraft", "--engine", "spark", "--quiet", "--checkpoint", ok, "--resume")

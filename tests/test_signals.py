@@ -1,0 +1,63 @@
+"""A real SIGINT or SIGTERM sent to each engine mid-run: it stops within 2 seconds, says so on one
+line with what it had done, and exits 130 / 143, never 0."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+
+# Each command runs far longer than the test waits; `ready` says when it is mid-run.
+LONG_RUNS = {
+    "bfs": ["check", "kraft", "--config", "nightly"],
+    "hypothesis": ["check", "kraft", "--config", "large", "--engine", "hypothesis", "--profile", "nightly"],
+    "graph": ["check", "kraft", "--config", "ci", "--engine", "graph"],
+    "z3": ["check", "kraft", "--config", "ci", "--engine", "z3", "--depth", "40"],
+    "prove": ["prove", "kraft", "--brokers", "16"],
+    "spark": ["check", "kraft", "--config", "ci", "--engine", "spark", "--master", "local[2]", "--partitions", "2"],
+}
+
+
+def spark_level_started(ck):
+    """True once a level has run on Spark: the next one is a Spark job too."""
+    try:
+        return json.loads((ck / "state.json").read_text())["body"]["totals"]["spark_levels"] >= 1
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+@pytest.mark.parametrize("engine, signum", [(e, signal.SIGINT) for e in LONG_RUNS] + [
+    ("bfs", signal.SIGTERM), ("hypothesis", signal.SIGTERM), ("z3", signal.SIGTERM)])
+def test_a_signal_stops_every_engine_within_two_seconds(tmp_path, engine, signum):
+    args = LONG_RUNS[engine] + ["--out", str(tmp_path / "out")]
+    ck = tmp_path / "ck"
+    if engine == "spark":
+        args += ["--checkpoint", str(ck)]
+    p = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    deadline = time.monotonic() + 240
+    if engine == "spark":
+        while not spark_level_started(ck) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    else:
+        time.sleep(4)  # imports, model and solver set-up; every run here lasts minutes
+    assert p.poll() is None, f"{engine} ended before the signal: {p.stderr.read()}"
+    sent = time.monotonic()
+    p.send_signal(signum)
+    try:
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail(f"{engine} still running 30 s after {signum.name}")
+    stopped = time.monotonic() - sent
+    assert p.returncode == 128 + signum, err
+    assert err.strip().splitlines() == [err.strip()] and err.startswith(f"interrupted by {signum.name}: no verdict"), err
+    assert "Traceback" not in out + err and out == ""
+    assert stopped < 2.0, f"{engine} took {stopped:.2f} s to stop"
+    if engine == "spark":
+        assert "add --resume" in err and spark_level_started(ck)
