@@ -24,6 +24,8 @@ import gc
 import hashlib
 import itertools
 import json
+import re
+import reprlib
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple
@@ -178,31 +180,156 @@ def variant(default: Any, doc: str, choices: tuple | None = None) -> Any:
     return field(default=default, metadata={"variant": tuple(choices), "doc": doc})
 
 
-def param(default: Any, doc: str) -> Any:
-    """A documented config constant (bounds, sizes, initial assignment, ...)."""
-    return field(default=default, metadata={"doc": doc})
+Bounds = tuple[int, int]  # inclusive (least, most)
 
 
-def _check_value(name: str, value: Any, annotation: Any) -> Any:
-    """Check (and normalise lists to tuples) a config value against its annotation."""
-    origin = typing.get_origin(annotation)
+def param(default: Any, doc: str, *, lo: int | None = None, hi: int | None = None, length: Bounds | None = None,
+          item_length: Bounds | None = None) -> Any:
+    """A documented config constant (bounds, sizes, initial assignment, ...) with its allowed values.
+
+    `lo`..`hi` (inclusive) bound every int of the value: the value itself, or each int in a tuple (of
+    tuples); `length=(least, most)` bounds a tuple's length and `item_length` the length of each inner
+    tuple of a tuple of tuples. They are required wherever the default holds them (an int, a tuple), so
+    no int a spec reads is unbounded. They are static bounds, checked on every config (presets, `--set`,
+    a trace's config) before the config object exists, so no value can make `bind` or `init` allocate or
+    loop absurdly; relations between fields (ids within 1..brokers) are the spec's `validate()`.
+    """
+    metadata: dict[str, Any] = {"doc": doc}
+    if _ints_in(default):
+        if lo is None or hi is None or not lo <= hi:
+            raise TypeError(f"param {doc!r}: an int-valued param needs lo <= hi")
+        metadata["range"] = (lo, hi)
+    if isinstance(default, tuple):
+        if length is None:
+            raise TypeError(f"param {doc!r}: a tuple param needs length=(least, most)")
+        metadata["length"] = tuple(length)
+        if any(isinstance(v, tuple) for v in default):
+            if item_length is None:
+                raise TypeError(f"param {doc!r}: a tuple of tuples needs item_length=(least, most)")
+            metadata["item_length"] = tuple(item_length)
+    problem = _out_of_bounds(default, metadata)
+    if problem:
+        raise TypeError(f"param {doc!r}: its default {problem}")
+    return field(default=default, metadata=metadata)
+
+
+MAX_BUDGET = 1000
+
+
+def budget(default: int, doc: str, *, least: int = 0) -> Any:
+    """A config bound on how often something may happen in one run (records, faults, elections, ...),
+    in `least`..MAX_BUDGET: far beyond what a search can exhaust, and cheap to hold, since a budget only
+    counts down in the state (a spec whose action table grows with a bound declares a smaller one)."""
+    return param(default, doc, lo=least, hi=MAX_BUDGET)
+
+
+def ids(default: tuple, doc: str, *, most: int, lists: int | None = None) -> Any:
+    """A config list of broker/server ids, each in 1..`most`, 1 to `most` of them (which ids exist and
+    whether they repeat is the spec's `validate()`); with `lists`, a list of 1 to `lists` such lists."""
+    if lists is None:
+        return param(default, doc, lo=1, hi=most, length=(1, most))
+    return param(default, doc, lo=1, hi=most, length=(1, lists), item_length=(1, most))
+
+
+def _ints_in(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return any(_ints_in(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Bounds of a field that declares none (variants, specs outside this repository): ints a state could
+# hold, and lists no bigger than a person would type.
+FALLBACK_RANGE = (-(2**61 - 2), 2**61 - 2)
+FALLBACK_LENGTH = (0, 1024)
+MAX_VALUE_CHARS = 100_000  # a longer --set value is refused unparsed (the longest legal one, kip642 targets, has ~15,000)
+_INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)  # int() also takes "1_000", " 1", "\u0661" and other digit sets
+
+
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:  # repr() of a huge int is slow, and refused past 4300 digits
+        return repr(x) if x.bit_length() <= 100 else f"<int of {x.bit_length():,} bits>"
+
+
+_short = _ShortRepr()
+_short.maxlevel, _short.maxlist, _short.maxtuple, _short.maxstring, _short.maxother = 2, 6, 6, 40, 40
+
+
+def _show(value: Any, limit: int = 40) -> str:
+    """A config value for an error message: one line (repr escapes newlines and NULs), at most `limit`
+    characters, and cheap on huge values (reprlib cuts long strings, lists and deep nesting)."""
+    text = _short.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def range_text(f: dataclasses.Field | None) -> str:
+    """What a config field allows, for messages and `list`: `1..8`, `1 to 64 lists of 1 to 8 ints in 1..8`."""
+    metadata = f.metadata if f is not None else {}
+    lo, hi = metadata.get("range", FALLBACK_RANGE)
+    text = f"{lo}..{hi}"
+    if "length" in metadata:
+        text = f"ints in {text}"
+        if "item_length" in metadata:
+            text = "lists of {} to {} {}".format(*metadata["item_length"], text)
+        text = "{} to {} {}".format(*metadata["length"], text)
+    return text
+
+
+def _allowed(f: dataclasses.Field | None, annotation: Any) -> str:
+    return "" if annotation in (bool, str) else f" (allowed: {range_text(f)})"
+
+
+def _out_of_bounds(value: Any, metadata: dict, depth: int = 0) -> str | None:
+    """Why a type-checked value breaks its field's bounds (None if it does not)."""
+    if isinstance(value, tuple):
+        least, most = metadata.get("length" if depth == 0 else "item_length", FALLBACK_LENGTH)
+        if not least <= len(value) <= most:
+            return f"has {len(value):,} items" if depth == 0 else f"has a list of {len(value):,} items"
+        for v in value:
+            problem = _out_of_bounds(v, metadata, depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        lo, hi = metadata.get("range", FALLBACK_RANGE)
+        if not lo <= value <= hi:
+            return "is out of range" if depth == 0 else f"holds {_show(value)}, out of range"
+    return None
+
+
+def _check_value(name: str, value: Any, annotation: Any, f: dataclasses.Field | None = None) -> Any:
+    """Check a config value against its annotation (normalising lists to tuples), then its field's bounds."""
+    if isinstance(value, (list, tuple)) and len(value) > 64 * FALLBACK_LENGTH[1]:  # beyond any bound: do not walk it
+        raise BadInput(f"config key {name!r}: a list of {len(value):,} items is far too long{_allowed(f, annotation)}")
+    checked = _typed(value, annotation)
+    if checked is _WRONG_TYPE:
+        raise BadInput(f"config key {name!r}: {_show(value)} is not a valid {_type_name(annotation)}{_allowed(f, annotation)}")
+    problem = _out_of_bounds(checked, f.metadata if f is not None else {})
+    if problem:
+        raise BadInput(f"config key {name!r}: {_show(value)} {problem}{_allowed(f, annotation)}")
+    return checked
+
+
+_WRONG_TYPE = object()
+
+
+def _typed(value: Any, annotation: Any) -> Any:
+    """`value` as the annotation's type (lists become tuples), or _WRONG_TYPE."""
     if annotation is bool:
-        if isinstance(value, bool):
-            return value
-    elif annotation is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif annotation is str:
-        if isinstance(value, str):
-            return value
-    elif origin is tuple:
+        return value if isinstance(value, bool) else _WRONG_TYPE
+    if annotation is int:
+        return value if isinstance(value, int) and not isinstance(value, bool) else _WRONG_TYPE
+    if annotation is str:
+        return value if isinstance(value, str) else _WRONG_TYPE
+    if typing.get_origin(annotation) is tuple and isinstance(value, (list, tuple)):
         args = typing.get_args(annotation)
-        if isinstance(value, (list, tuple)):
-            if len(args) == 2 and args[1] is Ellipsis:
-                return tuple(_check_value(name, v, args[0]) for v in value)
-            if len(args) == len(value):
-                return tuple(_check_value(name, v, a) for v, a in zip(value, args))
-    raise BadInput(f"config key {name!r}: {value!r} is not a valid {_type_name(annotation)}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            items = tuple(_typed(v, args[0]) for v in value)
+        elif len(args) == len(value):
+            items = tuple(_typed(v, a) for v, a in zip(value, args))
+        else:
+            return _WRONG_TYPE
+        return _WRONG_TYPE if any(v is _WRONG_TYPE for v in items) else items
+    return _WRONG_TYPE
 
 
 def _type_name(annotation: Any) -> str:
@@ -211,32 +338,41 @@ def _type_name(annotation: Any) -> str:
 
 def parse_setting(text: str) -> tuple[str, str]:
     if "=" not in text:
-        raise BadInput(f"--set/--variant expects key=value, got {text!r}")
+        raise BadInput(f"--set/--variant expects key=value, got {_show(text)}")
     key, _, value = text.partition("=")
     return key.strip(), value.strip()
 
 
-def _parse_text(name: str, text: str, annotation: Any) -> Any:
-    """Parse a command-line value for a config field: ints, booleans, strings, JSON for tuples."""
+def _parse_text(name: str, text: str, annotation: Any, f: dataclasses.Field | None = None) -> Any:
+    """Parse a command-line value for a config field: ints, booleans, strings, JSON for tuples; then
+    check it like any config value (type and bounds)."""
+    allowed = _allowed(f, annotation)
+    if len(text) > MAX_VALUE_CHARS:
+        raise BadInput(f"config key {name!r}: a value of {len(text):,} characters is too long "
+                       f"(at most {MAX_VALUE_CHARS:,}){allowed}")
     if annotation is bool:
         lowered = text.lower()
         if lowered in ("true", "on", "yes", "1"):
             return True
         if lowered in ("false", "off", "no", "0"):
             return False
-        raise BadInput(f"config key {name!r}: {text!r} is not a boolean (true/false)")
+        raise BadInput(f"config key {name!r}: {_show(text)} is not a boolean (true/false)")
     if annotation is int:
+        if not _INT_TEXT.fullmatch(text):
+            raise BadInput(f"config key {name!r}: {_show(text)} is not an int{allowed}")
         try:
-            return int(text)
-        except ValueError:
-            raise BadInput(f"config key {name!r}: {text!r} is not an int") from None
+            value = int(text)
+        except ValueError:  # more than 4300 digits
+            raise BadInput(f"config key {name!r}: {_show(text)} is out of range{allowed}") from None
+        return _check_value(name, value, annotation, f)
     if annotation is str:
         return text
     try:
         value = json.loads(text if text.startswith("[") else f"[{text}]")
-    except json.JSONDecodeError:
-        raise BadInput(f"config key {name!r}: {text!r} is not a valid {_type_name(annotation)} (use JSON, e.g. [1,2,3])") from None
-    return _check_value(name, value, annotation)
+    except (ValueError, RecursionError):  # not JSON, an int of over 4300 digits, nesting deeper than the stack
+        raise BadInput(f"config key {name!r}: {_show(text)} is not a valid {_type_name(annotation)} "
+                       f"(use JSON, e.g. [1,2,3]){allowed}") from None
+    return _check_value(name, value, annotation, f)
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,18 +509,19 @@ class Spec:
         """Resolve a preset plus `key=value` overrides into a config; raise BadInput when wrong."""
         preset = preset or self.default_preset
         if preset not in self.presets:
-            raise BadInput(f"unknown config {preset!r} for spec {self.name!r} (known: {', '.join(self.presets)})")
+            raise BadInput(f"unknown config {_show(preset)} for spec {self.name!r} (known: {', '.join(self.presets)})")
         values = dict(self.presets[preset])
         fields = self.config_fields
         for text in settings:
             key, raw = parse_setting(text)
             if key not in fields or key == "mutation":
-                raise BadInput(f"unknown config key {key!r} for spec {self.name!r} (known: {', '.join(k for k in fields if k != 'mutation')})")
-            values[key] = _parse_text(key, raw, self._annotation(key))
+                raise BadInput(f"unknown config key {_show(key)} for spec {self.name!r} "
+                               f"(known: {', '.join(k for k in fields if k != 'mutation')})")
+            values[key] = _parse_text(key, raw, self._annotation(key), fields[key])
         for text in variants:
             key, raw = parse_setting(text) if "=" in text else self._variant_by_value(text)
             if key not in self.variants:
-                raise BadInput(f"unknown variant {key!r} for spec {self.name!r} (known: {', '.join(self.variants) or 'none'})")
+                raise BadInput(f"unknown variant {_show(key)} for spec {self.name!r} (known: {', '.join(self.variants) or 'none'})")
             values[key] = _parse_text(key, raw, self._annotation(key)) if isinstance(raw, str) else raw
         if mutation is not None:
             values["mutation"] = mutation
@@ -393,24 +530,27 @@ class Spec:
     def _variant_by_value(self, text: str) -> tuple[str, Any]:
         matches = [(k, c) for k, choices in self.variants.items() for c in choices if str(c) == text]
         if len(matches) != 1:
-            raise BadInput(f"unknown variant {text!r} for spec {self.name!r}; use name=value with one of: "
+            raise BadInput(f"unknown variant {_show(text)} for spec {self.name!r}; use name=value with one of: "
                            + ", ".join(f"{k}={'/'.join(map(str, c))}" for k, c in self.variants.items()))
         return matches[0]
 
     def config_from_dict(self, values: dict, preset: str | None = None) -> Config:
-        """Build a config from plain data (a preset or a trace's #meta), checking every value."""
+        """Build a config from plain data (a preset or a trace's #meta), checking every value's type and
+        bounds before the config exists, then the spec's cross-field `validate()`."""
+        if not isinstance(values, dict):
+            raise BadInput(f"a config must be a mapping of keys to values, not {_show(values)}")
         fields = self.config_fields
         hints = typing.get_type_hints(self.config_class)
-        unknown = set(values) - set(fields)
+        unknown = [k for k in values if k not in fields]
         if unknown:
-            raise BadInput(f"unknown config key(s) {', '.join(sorted(unknown))} for spec {self.name!r}")
-        checked = {k: _check_value(k, v, hints[k]) for k, v in values.items()}
+            raise BadInput(f"unknown config key(s) {', '.join(_show(k) for k in unknown[:3])} for spec {self.name!r}")
+        checked = {k: _check_value(k, v, hints[k], fields[k]) for k, v in values.items()}
         for key, choices in self.variants.items():
             if key in checked and checked[key] not in choices:
-                raise BadInput(f"variant {key!r} must be one of {', '.join(map(str, choices))}, not {checked[key]!r}")
+                raise BadInput(f"variant {key!r} must be one of {', '.join(map(str, choices))}, not {_show(checked[key])}")
         mutation = checked.get("mutation", NO_MUTATION)
         if mutation != NO_MUTATION and mutation not in self.mutations:
-            raise BadInput(f"unknown mutation {mutation!r} for spec {self.name!r} (known: {', '.join(self.mutations) or 'none'})")
+            raise BadInput(f"unknown mutation {_show(mutation)} for spec {self.name!r} (known: {', '.join(self.mutations) or 'none'})")
         cfg = self.config_class(**checked)
         problem = getattr(cfg, "validate", lambda: None)()
         if problem:

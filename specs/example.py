@@ -11,16 +11,19 @@ from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
 from harness.itf import ById, IdSet, Int
-from harness.model import Config, Spec, param
+from harness.model import Config, Spec, budget, param
 
 LEADER = 1
 
 
+MAX_BROKERS = 60  # broker b is bit b of the ISR bitmask, and state ints stay below 2**61-1
+
+
 @dataclass(frozen=True)
 class ExampleConfig(Config):
-    brokers: int = param(2, "number of brokers; broker 1 leads")
-    max_records: int = param(2, "records the leader may write")
-    min_isr: int = param(2, "acks=all needs this many ISR members")
+    brokers: int = param(2, "number of brokers; broker 1 leads", lo=1, hi=MAX_BROKERS)
+    max_records: int = budget(2, "records the leader may write")
+    min_isr: int = param(2, "acks=all needs this many ISR members", lo=1, hi=MAX_BROKERS)
 
 
 class State(NamedTuple):

@@ -26,23 +26,29 @@ from typing import Annotated, NamedTuple
 
 from harness.bitset import mask
 from harness.itf import Bool, ById, IdSet, OptId, Seq
-from harness.model import Config, Spec, distinct_ids, fast_replace, param
+from harness.model import Config, Spec, budget, distinct_ids, fast_replace, ids, param
 
 DATA, VOTERS, LEADER_CHANGE = 0, 1, 2
 FOLLOWER, CANDIDATE, LEADER, RESIGNED = 0, 1, 2, 3
 
 
+# Static bounds of the config (relations between fields are `validate`).
+MAX_SERVERS = 60  # server s is bit s of the voter bitmasks (ITF sets hold 0..60), and state ints stay below 2**61-1
+MAX_TARGETS = 64  # each target is an action per server
+
+
 @dataclass(frozen=True)
 class Kip642Config(Config):
-    servers: int = param(4, "servers 1..N (voters and observers)")
-    voters: tuple[int, ...] = param((1, 2, 3), "initial voters; server `leader` leads epoch 1")
-    leader: int = param(1, "the leader of epoch 1")
-    targets: tuple[tuple[int, ...], ...] = param(((1, 2, 4),), "voter sets AlterPartitionReassignments may request")
-    max_reassignments: int = param(1, "AlterPartitionReassignments requests")
-    max_cancels: int = param(0, "cancellations (resubmitting the current voters)")
-    max_elections: int = param(1, "election timeouts (a server becomes a candidate)")
-    max_writes: int = param(1, "data records clients may write")
-    max_crashes: int = param(0, "crash-restarts")
+    servers: int = param(4, "servers 1..N (voters and observers)", lo=1, hi=MAX_SERVERS)
+    voters: tuple[int, ...] = ids((1, 2, 3), "initial voters; server `leader` leads epoch 1", most=MAX_SERVERS)
+    leader: int = param(1, "the leader of epoch 1", lo=1, hi=MAX_SERVERS)
+    targets: tuple[tuple[int, ...], ...] = ids(((1, 2, 4),), "voter sets AlterPartitionReassignments may request",
+                                               most=MAX_SERVERS, lists=MAX_TARGETS)
+    max_reassignments: int = budget(1, "AlterPartitionReassignments requests")
+    max_cancels: int = budget(0, "cancellations (resubmitting the current voters)")
+    max_elections: int = budget(1, "election timeouts (a server becomes a candidate); sizes the `leaders` history")
+    max_writes: int = budget(1, "data records clients may write")
+    max_crashes: int = budget(0, "crash-restarts")
 
     def validate(self) -> str | None:
         for group in (self.voters,) + self.targets:

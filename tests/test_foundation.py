@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import typing
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -11,7 +12,7 @@ import pytest
 
 from harness.engines import bfs
 from harness.errors import BadInput
-from harness.model import Config, Spec, fingerprint, param, setter
+from harness.model import Config, Spec, config_to_dict, fingerprint, param, range_text, setter
 from harness.registry import load_spec
 from harness.trace import read_trace
 from tests.conftest import ROOT, load_json
@@ -53,7 +54,7 @@ def test_encoding_and_itf_round_trip():
 def test_states_with_negative_or_none_values_are_rejected():
     @dataclass(frozen=True)
     class C(Config):
-        start: int = param(-1, "initial value")
+        start: int = param(-1, "initial value", lo=-1, hi=0)
 
     class S(NamedTuple):
         x: int
@@ -76,6 +77,107 @@ def test_config_resolution_and_bad_settings():
         spec.config("huge")
     with pytest.raises(BadInput, match="unknown mutation"):
         spec.config("ci", mutation="nope")
+
+
+# Every int a spec reads has declared bounds (harness.model.param): values outside them are refused,
+# with the key, the value and the allowed range on one line, before any config or model exists.
+SPECS = ("example", "kraft", "kip642")
+
+
+def bounded_fields(spec):
+    return {k: f for k, f in spec.config_fields.items() if "range" in f.metadata or "length" in f.metadata}
+
+
+def extreme(f, side):
+    """A field's value at one edge of its bounds: every int at lo (hi), every list at its least (most)
+    length. At each edge the cross-field rules hold too (ids 1..n of n brokers, leader 1 or n)."""
+    lo, hi = f.metadata["range"]
+    if "length" not in f.metadata:
+        return lo if side == "lo" else hi
+    n = f.metadata["item_length" if "item_length" in f.metadata else "length"][side == "hi"]
+    ids = list(range(lo, lo + n)) if side == "lo" else list(range(hi - n + 1, hi + 1))
+    return [ids] * f.metadata["length"][side == "hi"] if "item_length" in f.metadata else ids
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_every_int_valued_config_field_declares_its_range(name):
+    spec = load_spec(name)
+    hints = typing.get_type_hints(spec.config_class)
+    numeric = {k for k, t in hints.items() if t is int or typing.get_origin(t) is tuple}
+    assert numeric and numeric == set(bounded_fields(spec))
+    for k, f in bounded_fields(spec).items():
+        lo, hi = f.metadata["range"]
+        assert -1 <= lo <= hi < 2**61 - 2, k
+
+
+def test_param_refuses_a_declaration_without_bounds_or_with_its_default_outside_them():
+    for declare in (lambda: param(3, "count"), lambda: param((1, 2), "ids", lo=1, hi=8),
+                    lambda: param(((1,),), "sets", lo=1, hi=8, length=(1, 4)), lambda: param(9, "count", lo=0, hi=8),
+                    lambda: param((1, 2, 3), "ids", lo=1, hi=8, length=(1, 2))):
+        with pytest.raises(TypeError):
+            declare()
+
+
+@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("side", ["lo", "hi"])
+def test_config_values_at_each_edge_of_their_range_are_accepted(name, side):
+    spec = load_spec(name)
+    values = {k: extreme(f, side) for k, f in bounded_fields(spec).items()}
+    cfg = spec.config(settings=[f"{k}={json.dumps(v)}" for k, v in values.items()])
+    resolved = config_to_dict(cfg)
+    assert {k: resolved[k] for k in values} == values
+    assert spec.config_from_dict(values) == cfg
+    assert spec.bind(cfg).init_states()  # binding the extremes allocates nothing absurd
+
+
+def out_of_range(f):
+    """(text for --set, what the message must show) for each way a value can leave the field's bounds."""
+    lo, hi = f.metadata["range"]
+    if "length" not in f.metadata:
+        return [(str(v), str(v)) for v in (lo - 1, hi + 1, 10**30, -10**30)]
+    least, most = f.metadata["length"]
+    nested = "item_length" in f.metadata
+    wrap = (lambda ids: [ids]) if nested else (lambda ids: ids)
+    cases = [(wrap([lo, hi + 1]), str(hi + 1)), (wrap([lo - 1]), str(lo - 1)), (wrap([lo, 99999999999999999999]), "9999"),
+             ([extreme(f, "lo")[0]] * (most + 1), f"{most + 1} items")]
+    if least > 0:
+        cases.append(([], "0 items"))
+    if nested:
+        cases.append(([list(range(lo, lo + f.metadata["item_length"][1] + 1))], "list of"))
+    return [(json.dumps(v), shown) for v, shown in cases]
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_config_values_out_of_range_are_refused_naming_key_value_and_range(name):
+    spec = load_spec(name)
+    for key, f in bounded_fields(spec).items():
+        for text, shown in out_of_range(f):
+            for refuse in (lambda: spec.config(settings=[f"{key}={text}"]),
+                           lambda: spec.config_from_dict({key: json.loads(text)})):  # a trace's config
+                with pytest.raises(BadInput) as caught:
+                    refuse()
+                message = str(caught.value)
+                assert message.startswith(f"config key {key!r}: ") and shown in message, message
+                assert f"(allowed: {range_text(f)})" in message and "\n" not in message and len(message) < 200
+
+
+BAD_SETTINGS = ["brokers=1e3", "brokers=", "brokers=3.0", "brokers=0x10", "brokers=1_0", "brokers=\uff13",
+                "brokers=\u0663", "brokers=3\x00", "brokers=" + "9" * 5000, "brokers=" + "1" * 200_000, "brokers=true",
+                "replicas=" + "[" * 100_000, "replicas=" + "[" * 50_000 + "]" * 50_000,
+                "replicas=[1,2,99999999999999999999]", "replicas=[1," + "9" * 5000 + "]", "replicas=[1.5]",
+                "replicas=[NaN]", "replicas=[1e400]", "replicas=[true]", "replicas={}", "replicas=\"1\"", "isr=true",
+                "isr=[]", "isr=[[1]]", "targets=[1,2]", "targets=[[]]", "targets=" + json.dumps([[1, 2]] * 65),
+                "elr=maybe", "max_records=10**30", "max_disruptions=-2", "brok\nters=3", "=3", "brokers"]
+
+
+@pytest.mark.parametrize("setting", BAD_SETTINGS, ids=range(len(BAD_SETTINGS)))
+def test_bad_set_values_are_one_short_line(setting):
+    with pytest.raises(BadInput) as caught:
+        load_spec("kraft").config(settings=[setting])
+    message = str(caught.value)
+    assert "\n" not in message and "\x00" not in message and len(message) < 300, message
+    key = setting.partition("=")[0]
+    assert key == "brokers" and "expects key=value" in message or repr(key) in message, message
 
 
 # ----------------------------------------------------------------------------------- BFS
@@ -128,7 +230,7 @@ class Counter(NamedTuple):
 
 @dataclass(frozen=True)
 class CounterConfig(Config):
-    limit: int = param(3, "count up to")
+    limit: int = param(3, "count up to", lo=0, hi=100)
 
 
 def counter_spec(deadlock=True, quiescent=False):
@@ -280,6 +382,8 @@ BAD_CHECKS = [
     (["check", "example", "--set", "bogus=1"], "unknown config key 'bogus'"),
     (["check", "example", "--set", "brokers=many"], "is not an int"),
     (["check", "example", "--set", "brokers"], "expects key=value"),
+    (["check", "example", "--set", "brokers=100000000"], "'brokers': 100000000 is out of range (allowed: 1..60)"),
+    (["check", "kraft", "--set", "replicas=[1,2,99999999999999999999]"], "out of range (allowed: 1 to 8 ints in 1..8)"),
     (["check", "example", "--engine", "warp"], "warp"),
     (["replay", "/nonexistent/trace.itf.json"], "cannot read trace"),
 ]

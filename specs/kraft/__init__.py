@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
 from harness.itf import Bool, ById, IdSet, Int, OptId, Seq
-from harness.model import Config, Spec, distinct_ids, fast_replace, memoized, param, per_state, setter, variant
+from harness.model import (Config, Spec, budget, distinct_ids, fast_replace, ids, memoized, param, per_state,
+                           setter, variant)
 from specs.kraft import controller as ctl
 from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, size
 
@@ -36,38 +37,40 @@ FENCED = 2  # running and registered, fenced (no heartbeat yet, or missed heartb
 UNFENCED = 3  # running and unfenced: may lead and join the ISR
 
 
+# Static bounds of the config (relations between fields are `validate`).
+MAX_BROKERS = 8  # as validate() had it: `prove` proves the Z3 properties for 1..8 brokers by default
+MAX_TARGETS = 64  # each target is an action per leader choice
+MAX_RECORDS = 100  # restart_after_unclean_shutdown has an action per (broker, flushed length 0..max_records)
+
+
 @dataclass(frozen=True)
 class KraftConfig(Config):
     completion: str = variant("seed", "completion rule and controller logic: seed 000, or Kafka 3.x controllers "
                                       "(reference/kafka-controller-semantics.md)", ("seed", "kafka"))
     elr: bool = variant(True, "KIP-966 Eligible Leader Replicas")
     unclean: bool = variant(False, "unclean.leader.election.enable")
-    brokers: int = param(3, "brokers 1..N")
-    replicas: tuple[int, ...] = param((1, 2), "initial replica assignment (ordered)")
-    isr: tuple[int, ...] = param((1, 2), "initial ISR")
-    leader: int = param(1, "initial leader")
-    min_isr: int = param(2, "min.insync.replicas")
-    targets: tuple[tuple[int, ...], ...] = param(((2, 3),), "assignments AlterPartitionReassignments may request")
-    max_records: int = param(1, "records producers may write")
-    max_reassignments: int = param(1, "AlterPartitionReassignments requests")
-    max_cancels: int = param(1, "cancellations")
-    max_faults: int = param(1, "fencings and clean shutdowns")
-    max_unclean_shutdowns: int = param(0, "unclean shutdowns (power loss)")
-    max_shrinks: int = param(0, "ISR shrinks proposed by the leader")
-    max_disruptions: int = param(-1, "fencings, clean and unclean shutdowns and ISR shrinks together, in one run "
-                                     "(-1: only the limits above)")
+    brokers: int = param(3, "brokers 1..N", lo=1, hi=MAX_BROKERS)
+    replicas: tuple[int, ...] = ids((1, 2), "initial replica assignment (ordered)", most=MAX_BROKERS)
+    isr: tuple[int, ...] = ids((1, 2), "initial ISR", most=MAX_BROKERS)
+    leader: int = param(1, "initial leader", lo=1, hi=MAX_BROKERS)
+    min_isr: int = param(2, "min.insync.replicas", lo=1, hi=MAX_BROKERS)
+    targets: tuple[tuple[int, ...], ...] = ids(((2, 3),), "assignments AlterPartitionReassignments may request",
+                                               most=MAX_BROKERS, lists=MAX_TARGETS)
+    max_records: int = param(1, "records producers may write", lo=0, hi=MAX_RECORDS)
+    max_reassignments: int = budget(1, "AlterPartitionReassignments requests")
+    max_cancels: int = budget(1, "cancellations")
+    max_faults: int = budget(1, "fencings and clean shutdowns")
+    max_unclean_shutdowns: int = budget(0, "unclean shutdowns (power loss)")
+    max_shrinks: int = budget(0, "ISR shrinks proposed by the leader")
+    max_disruptions: int = budget(-1, "fencings, clean and unclean shutdowns and ISR shrinks together, in one run "
+                                      "(-1: only the limits above)", least=-1)
 
     def validate(self) -> str | None:
-        if not 1 <= self.brokers <= 8:
-            return "brokers must be in 1..8"
         for name, group in [("replicas", self.replicas), ("isr", self.isr)] + [("targets", t) for t in self.targets]:
             if not distinct_ids(group, self.brokers):
                 return f"{name} must be non-empty lists of distinct brokers in 1..{self.brokers}"
         if not set(self.isr) <= set(self.replicas) or self.leader not in self.isr:
             return "isr must be a subset of replicas and contain the leader"
-        if self.min_isr < 1 or min(self.max_records, self.max_reassignments, self.max_cancels, self.max_faults,
-                                   self.max_unclean_shutdowns, self.max_shrinks, self.max_disruptions + 1) < 0:
-            return "min_isr must be >= 1, max_disruptions >= -1 and the other bounds >= 0"
         return None
 
 
