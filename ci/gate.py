@@ -216,4 +216,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness import interrupt
+
+    interrupt.install()  # Ctrl-C stops a Z3 query or a search at once, and the gate never passes
+    try:
+        sys.exit(main())
+    except interrupt.Interrupted as exc:
+        print(f"gate interrupted by {exc.name}: not passed", file=sys.stderr)
+        sys.exit(exc.exit_code)

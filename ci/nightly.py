@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import shutil
 import sys
 import time
 from datetime import datetime, timezone
@@ -22,7 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness import interrupt  # noqa: E402
 from harness.engines import graph, hypothesis as hyp, spark  # noqa: E402
+from harness.errors import BadInput  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
 from harness.check import write_counterexamples  # noqa: E402
 
@@ -45,11 +48,18 @@ def run_model(name: str, folder: Path) -> dict:
     model = spec.bind(spec.config(preset))
     t = time.monotonic()
     ckpt = ROOT / "checkpoints" / f"nightly-{name}-{preset}"
-    r = spark.explore(model, checkpoint=str(ckpt), resume=(ckpt / "state.json").exists(),
-                      master=os.environ.get("NIGHTLY_MASTER", "local[*]"))
+    master = os.environ.get("NIGHTLY_MASTER", "local[*]")
+    try:
+        r = spark.explore(model, checkpoint=str(ckpt), resume=(ckpt / "state.json").exists(), master=master)
+    except BadInput as exc:
+        if not (ckpt / "state.json").exists():
+            raise
+        # The nightly's own checkpoint, refused (damaged, or written by other code): start afresh, say so.
+        out["checkpoint_refused"] = str(exc)
+        log(f"  {name}/{preset} spark: checkpoint refused ({exc}); starting afresh")
+        shutil.rmtree(ckpt)
+        r = spark.explore(model, checkpoint=str(ckpt), master=master)
     if r.stopped_by in (None, "violation"):
-        import shutil
-
         shutil.rmtree(ckpt, ignore_errors=True)  # finished: only an interrupted run resumes
     out["spark"] = {"preset": preset, "outcome": r.outcome, "distinct": r.stats["distinct"], "depth": r.stats["depth"],
                     "states_per_depth": r.stats["states_per_depth"], "seconds": round(time.monotonic() - t, 1),
@@ -165,4 +175,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    interrupt.install()
+    try:
+        sys.exit(main())
+    except interrupt.Interrupted as exc:
+        log(f"nightly interrupted by {exc.name}: no report")
+        sys.exit(exc.exit_code)

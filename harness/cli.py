@@ -89,7 +89,8 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--no-deadlock", is_flag=True, help="do not report states without successors")
 @click.option("--max-states", type=click.IntRange(min=1), default=None)
 @click.option("--max-depth", type=click.IntRange(min=0), default=None)
-@click.option("--time-limit", type=click.FloatRange(min=0), default=None, help="seconds")
+@click.option("--time-limit", type=click.FloatRange(min=0, max=10**9), default=None, help="seconds",
+              callback=lambda ctx, param, v: _not_nan(v, "--time-limit"))
 @click.option("--continue", "keep_going", is_flag=True, help="collect one shortest trace per violated property")
 @click.option("--quiet", is_flag=True, help="no progress display")
 @click.option("--profile", default="ci", show_default=True, help="hypothesis: settings profile (ci, nightly, dev)")
@@ -149,6 +150,12 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
     else:
         _print_result(model, result)
     sys.exit(exit_code(result))
+
+
+def _not_nan(value: float | None, option: str) -> float | None:
+    if value is not None and value != value:
+        raise click.BadParameter("nan is not a number of seconds", param_hint=option)
+    return value
 
 
 def _check_writable_dir(path: Path, option: str) -> None:
@@ -304,9 +311,16 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_path, ma
     spec = load_spec(spec_name)
     cfg = spec.config(preset, settings, variants, mutation)
     model = spec.bind(cfg)
-    g, _ = graph.build(model, max_states or graph.MAX_STATES, check_safety=False)
     path = out_path or f"{spec_name}-{preset or spec.default_preset}.{fmt}"
-    graph.write(g, path, fmt)
+    _check_writable_dir(Path(path).parent, "--out")
+    if Path(path).is_dir():
+        raise BadInput(f"--out {path}: is a directory; name the file to write")
+    g, _ = graph.build(model, max_states or graph.MAX_STATES, check_safety=False)
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        graph.write(g, path, fmt)
+    except OSError as exc:
+        raise BadInput(f"--out {path}: cannot be written: {exc.strerror or exc}") from None
     info = dict(graph.summary(g), file=path, format=fmt)
     if as_json:
         print(json.dumps(info, indent=1))
@@ -333,6 +347,7 @@ def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth,
 
     spec = load_spec(spec_name)
     model = spec.bind(spec.config(preset, (), variants, mutation))
+    _check_writable_dir(Path(out), "--out")
     result = z3prove.prove(model, list(properties) or None, brokers, depth)
     for cti in result["ctis"]:
         path = Path(out) / f"{spec_name}-{mutation or 'none'}-{cti['rule']}-{cti['property']}-cti.itf.json"
