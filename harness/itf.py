@@ -12,6 +12,8 @@ hash, and the same operations work on Z3 bit-vectors.
 
 from __future__ import annotations
 
+import re
+import reprlib
 import typing
 from typing import Any, Iterator
 
@@ -20,11 +22,36 @@ from harness.errors import BadInput
 
 MAX_SAFE = 2**53 - 1
 MAX_STATE_INT = 2**61 - 2  # hash(int) is int mod (2**61 - 1): stay below it
+# Integer literals and #bigint strings: state ints have at most 19 digits; longer ones only cost
+# time (int() of n digits is quadratic) and Python refuses more than 4300 with a ValueError.
+MAX_INT_DIGITS = 30
+MAX_SHOWN_CHARS = 60  # a value quoted in an error message
+MAX_MESSAGE_CHARS = 300  # a whole error message, or the file name in it
+
+# Characters that would break a one-line message or the terminal: C0/C1 controls (newlines, ESC),
+# Unicode line and paragraph separators, bidi overrides (they reorder what is displayed), and lone
+# surrogates (they cannot be encoded for output).
+UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_BIGINT = re.compile(f"-?[0-9]{{1,{MAX_INT_DIGITS}}}")
+
+_short_repr = reprlib.Repr()
+_short_repr.maxlevel, _short_repr.maxstring, _short_repr.maxother = 2, MAX_SHOWN_CHARS, MAX_SHOWN_CHARS
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`text` cut to `limit` characters, with every unprintable character escaped: safe to print as one line."""
+    cut = text if len(text) <= limit else text[: limit - 3] + "..."
+    return UNPRINTABLE.sub(lambda m: ascii(m.group())[1:-1], cut)
+
+
+def shown(value: Any) -> str:
+    """A short single-line repr of a value read from a file, for error messages (repr escapes
+    newlines and surrogates; reprlib bounds the work on huge values)."""
+    return one_line(_short_repr.repr(value), MAX_SHOWN_CHARS + 10)
 
 
 def _bad(where: str, what: str, got: Any) -> BadInput:
-    text = repr(got)
-    return BadInput(f"{where}: expected {what}, got {text[:60] + '...' if len(text) > 60 else text}")
+    return BadInput(f"{where}: expected {what}, got {shown(got)}")
 
 
 def _int_from_itf(obj: Any, where: str) -> int:
@@ -32,12 +59,11 @@ def _int_from_itf(obj: Any, where: str) -> int:
         raise _bad(where, "an integer", obj)
     if isinstance(obj, int):
         return obj
-    if isinstance(obj, dict) and set(obj) == {"#bigint"} and isinstance(obj["#bigint"], str):
-        try:
-            return int(obj["#bigint"])
-        except ValueError:
-            pass
-    raise _bad(where, "an integer", obj)
+    if (isinstance(obj, dict) and set(obj) == {"#bigint"} and isinstance(obj["#bigint"], str)
+            and _BIGINT.fullmatch(obj["#bigint"])):  # int() would also take "1_0", " 1" and other digit sets
+        return int(obj["#bigint"])
+    bigint = isinstance(obj, dict) and "#bigint" in obj
+    raise _bad(where, f"an integer{f' (#bigint: at most {MAX_INT_DIGITS} digits)' if bigint else ''}", obj)
 
 
 def _int_to_itf(v: int) -> Any:
@@ -264,11 +290,10 @@ class Record(ItfType):
     def from_itf(self, obj: Any, where: str) -> tuple:
         if not isinstance(obj, dict):
             raise _bad(where, f"a {self.name} record", obj)
-        keys = [k for k in obj if k != "#meta"]
-        if sorted(keys) != sorted(self.fields):
-            missing = sorted(set(self.fields) - set(keys))
-            extra = sorted(set(keys) - set(self.fields))
-            raise BadInput(f"{where}: {self.name} fields differ (missing {missing}, unexpected {extra})")
+        if obj.keys() != self.fields.keys():
+            missing = sorted(self.fields.keys() - obj.keys())
+            extra = sorted(obj.keys() - self.fields.keys())
+            raise BadInput(f"{where}: {self.name} fields differ (missing {shown(missing)}, unexpected {shown(extra)})")
         return self.cls(*(t.from_itf(obj[k], f"{where}.{k}") for k, t in self.fields.items()))
 
     def from_plain(self, obj: Any, where: str) -> tuple:

@@ -28,10 +28,16 @@ class ReplayReport:
                 "differences": {k: {"recorded": a, "replayed": b} for k, (a, b) in self.differences.items()}}
 
 
+ABSENT = "(absent)"
+
+
 def diff_states(model: Model, a: tuple, b: tuple) -> dict[str, tuple[str, str]]:
-    """Leaf-level differences (`brokers[2].log`: recorded, replayed) between two states."""
+    """Leaf-level differences (`brokers[2].log`: recorded, replayed) between two states. A recorded
+    state may have more or fewer map entries than the model's (a broker too many): those leaves are
+    shown as absent on the other side."""
     before, after = dict(model.schema.leaves(a, "")), dict(model.schema.leaves(b, ""))
-    return {k: (v, after[k]) for k, v in before.items() if after[k] != v}
+    return {k: (before.get(k, ABSENT), after.get(k, ABSENT)) for k in {**before, **after}
+            if before.get(k, ABSENT) != after.get(k, ABSENT)}
 
 
 def replay(trace: Trace) -> ReplayReport:

@@ -4,51 +4,71 @@ A trace file is self-contained: its `#meta` names the spec, the fully resolved c
 digest), the variant and mutation, the engine and seed, the harness version and the outcome (the
 violated property, or none); each state's own `#meta` carries the action (rule and parameters)
 that produced it. Reading validates the structure with a JSON Schema and then decodes every value
-through the spec's typed schema; nothing in the file is ever executed.
+through the spec's typed schema; nothing in the file is ever executed. The input limits below are
+checked before anything is decoded (docs/ARCHITECTURE.md, "Input limits").
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import jsonschema
 
 from harness import __version__
 from harness.errors import BadInput
+from harness.itf import MAX_INT_DIGITS, MAX_SHOWN_CHARS, UNPRINTABLE, one_line, shown
 from harness.model import Action, Model, Spec, config_digest, config_to_dict, preset_of, variant_of
 
 FORMAT = "ITF"
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 
+# Input limits (docs/ARCHITECTURE.md, "Input limits"): a broken or hostile file must cost bounded time
+# and memory and end in one line of BadInput, never a traceback or a hang.
+MAX_TRACE_BYTES = 64 * 2**20  # the largest committed trace is 132 KB; room for traces of thousands of steps
+MAX_NESTING = 64  # committed traces nest 11 deep; json.loads recurses once per level (RecursionError near 1000)
+MAX_STRING_CHARS = 4096  # names, descriptions and notes: the longest committed string has 239 characters
+
 TRACE_SCHEMA = {
     "type": "object",
     "required": ["#meta", "vars", "states"],
+    "additionalProperties": False,
     "properties": {
         "#meta": {
             "type": "object",
             "required": ["format", "spec", "config", "config_digest", "outcome", "harness_version"],
+            "additionalProperties": False,
             "properties": {
                 "format": {"const": FORMAT},
+                "format-description": {"type": "string"},
+                "description": {"type": "string"},
                 "spec": {"type": "string"},
                 "config": {"type": "object"},
                 "config_digest": {"type": "string"},
                 "preset": {"type": ["string", "null"]},
                 "mutation": {"type": "string"},
-                "variant": {"type": "object"},
+                "variant": {"type": "object", "additionalProperties": {"type": ["string", "boolean", "integer"]}},
                 "engine": {"type": "string"},
                 "seed": {"type": ["integer", "null"]},
                 "harness_version": {"type": "string"},
+                "length": {"type": "integer", "minimum": 0},
                 "outcome": {
                     "type": "object",
                     "required": ["kind"],
+                    "additionalProperties": False,
                     "properties": {
                         "kind": {"enum": ["none", "invariant", "deadlock", "liveness"]},
                         "property": {"type": ["string", "null"]},
                     },
                 },
+                "why": {"type": "string"},  # the corpus's explanation of a committed trace
+                "note": {"type": "string"},  # an engine's remark on a violation
             },
         },
         "vars": {"type": "array", "items": {"type": "string"}, "minItems": 1},
@@ -62,7 +82,17 @@ TRACE_SCHEMA = {
                     "#meta": {
                         "type": "object",
                         "required": ["index"],
-                        "properties": {"index": {"type": "integer"}, "action": {"type": "object"}},
+                        "additionalProperties": False,
+                        "properties": {
+                            "index": {"type": "integer"},
+                            "action": {
+                                "type": "object",
+                                "required": ["rule", "params"],
+                                "additionalProperties": False,
+                                "properties": {"rule": {"type": "string"},
+                                               "params": {"type": "object", "additionalProperties": {"type": "integer"}}},
+                            },
+                        },
                     }
                 },
             },
@@ -70,6 +100,7 @@ TRACE_SCHEMA = {
         "loop": {"type": "integer", "minimum": 0},
     },
 }
+TRACE_VALIDATOR = jsonschema.validators.validator_for(TRACE_SCHEMA)(TRACE_SCHEMA)  # checked once, not per file
 
 
 @dataclass
@@ -157,54 +188,163 @@ def trace_filename(model: Model, outcome: Outcome, engine: str) -> str:
 
 
 def read_trace(path: str | Path) -> Trace:
-    """Load and fully validate a trace; BadInput (exit 2) if it is malformed or foreign."""
-    from harness.registry import load_spec  # the registry imports specs; keep trace.py light
-
+    """Load and fully validate a trace; BadInput (exit 2) if it is malformed or foreign, with one line
+    naming the file."""
     p = Path(path)
     try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"cannot read trace {str(p)!r}: {exc.strerror if isinstance(exc, OSError) else exc}") from None
+        return _decode_trace(_parse_json(_read_text(p)), str(p))
+    except BadInput as exc:
+        raise BadInput(f"{one_line(str(p))}: {one_line(str(exc))}") from None
+
+
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _check_regular(st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _FILE_KINDS if test(st.st_mode)), "a special file")
+        raise BadInput(f"not a trace file but {kind} (only regular files are read)")
+    if st.st_size > MAX_TRACE_BYTES:
+        raise BadInput(f"{st.st_size:,} bytes, larger than {MAX_TRACE_BYTES:,} (limit)")
+
+
+def _read_text(p: Path) -> str:
+    """The file's text. A FIFO or device is refused before it is opened (reading one could block or never
+    end); it is opened non-blocking and checked again in case it was replaced in between."""
     try:
-        doc = json.loads(text)
+        _check_regular(os.stat(p))
+        with os.fdopen(os.open(p, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            _check_regular(os.fstat(f.fileno()))
+            data = f.read(MAX_TRACE_BYTES + 1)  # bounded even if the file grows meanwhile
+    except OSError as exc:
+        raise BadInput(f"cannot read trace: {exc.strerror or exc}") from None
+    if len(data) > MAX_TRACE_BYTES:
+        raise BadInput(f"larger than {MAX_TRACE_BYTES:,} bytes (limit)")
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark is allowed (RFC 8259 §8.1)
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+_ESCAPE = re.compile(r"\\.", re.DOTALL)
+_STRING = re.compile(r'"[^"]*"')  # once escapes are gone a string has no inner quote: linear, no backtracking
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NESTING_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _nesting(text: str) -> int:
+    """The deepest nesting of arrays and objects, found without recursion. Where the text is not JSON
+    this may count wrongly, but only past the first error, where json.loads stops anyway."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", _ESCAPE.sub("", text)))
+    return max(accumulate(map(_NESTING_STEP.__getitem__, brackets)), default=0)
+
+
+def _parse_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+        raise BadInput(f"an integer of {len(literal.lstrip('-')):,} digits, more than {MAX_INT_DIGITS} (limit)")
+    return int(literal)
+
+
+def _refuse_float(literal: str) -> NoReturn:
+    raise BadInput(f"the number {shown(literal)} is not an integer (ITF numbers are integers)")
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise BadInput(f"the key {shown(duplicate)} appears twice in one object")
+    return obj
+
+
+def _parse_json(text: str) -> Any:
+    if _nesting(text) > MAX_NESTING:
+        raise BadInput(f"nesting deeper than {MAX_NESTING} levels (limit)")
+    try:
+        doc = json.loads(text, parse_int=_parse_int, parse_float=_refuse_float, parse_constant=_refuse_float,
+                         object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
-        raise BadInput(f"{p}: not JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}") from None
+        raise BadInput(f"not JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}") from None
+    _check_strings(doc, ())
+    return doc
+
+
+def _where(path: Any) -> str:
+    """A JSON path as `states/3/#meta`, each part cut short: keys come from the file."""
+    return "/".join(one_line(str(part), MAX_SHOWN_CHARS) for part in path) or "top level"
+
+
+def _check_strings(value: Any, path: tuple) -> None:
+    """Every string, keys included, is short and printable (see UNPRINTABLE)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_string(key, path, "key")
+            _check_strings(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_strings(item, (*path, i))
+    elif isinstance(value, str):
+        _check_string(value, path, "string")
+
+
+def _check_string(text: str, path: tuple, what: str) -> None:
+    if len(text) > MAX_STRING_CHARS:
+        raise BadInput(f"{_where(path)}: a {what} of {len(text):,} characters, more than {MAX_STRING_CHARS} (limit)")
+    bad = UNPRINTABLE.search(text)
+    if bad:
+        raise BadInput(f"{_where(path)}: a {what} holding {ascii(bad.group())}: control characters, line separators, "
+                       "bidi overrides and lone surrogates are refused")
+
+
+def _decode_trace(doc: Any, path: str) -> Trace:
+    from harness.registry import load_spec  # the registry imports specs; keep trace.py light
+
     if isinstance(doc, dict) and isinstance(doc.get("#meta"), dict) and doc["#meta"].get("kind") == "cti":
-        raise BadInput(f"{p}: a counterexample to induction (two symbolic states), not a run of the model; "
+        raise BadInput("a counterexample to induction (two symbolic states), not a run of the model; "
                        "`check --engine z3` gives a replayable trace")
-    try:
-        jsonschema.validate(doc, TRACE_SCHEMA)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(x) for x in exc.absolute_path) or "top level"
-        raise BadInput(f"{p}: not an ITF trace of this harness ({where}: {exc.message[:120]})") from None
+    error = jsonschema.exceptions.best_match(TRACE_VALIDATOR.iter_errors(doc))
+    if error is not None:
+        raise BadInput(f"not an ITF trace of this harness ({_where(error.absolute_path)}: {one_line(error.message, 120)})")
     meta = doc["#meta"]
     spec = load_spec(meta["spec"])
     if doc["vars"] != list(spec.schema.fields):
-        raise BadInput(f"{p}: its variables {doc['vars']} are not those of spec {spec.name!r}: a trace of another spec or version")
+        raise BadInput(f"its variables {shown(doc['vars'])} are not those of spec {spec.name!r}: "
+                       "a trace of another spec or version")
     try:
         cfg = spec.config_from_dict(meta["config"], preset=meta.get("preset"))
     except BadInput as exc:
-        raise BadInput(f"{p}: recorded config does not fit spec {spec.name!r}: {exc}") from None
+        raise BadInput(f"recorded config does not fit spec {spec.name!r}: {exc}") from None
     if config_digest(cfg) != meta["config_digest"]:
-        raise BadInput(f"{p}: the recorded config was changed after the trace was written (digest mismatch)")
+        raise BadInput("the recorded config was changed after the trace was written (digest mismatch)")
+    if meta.get("mutation", cfg.mutation) != cfg.mutation or meta.get("variant", variant_of(spec, cfg)) != variant_of(spec, cfg):
+        raise BadInput("the recorded mutation or variant differs from the recorded config")
     model = spec.bind(cfg)
     states, actions = [], []
     for i, raw in enumerate(doc["states"]):
-        if raw["#meta"]["index"] != i:
-            raise BadInput(f"{p}: state {i} has index {raw['#meta']['index']}")
-        states.append(model.from_itf(raw, f"state {i}"))
+        state_meta = raw["#meta"]
+        if state_meta["index"] != i:
+            raise BadInput(f"state {i} has index {state_meta['index']}")
+        states.append(model.from_itf({k: v for k, v in raw.items() if k != "#meta"}, f"state {i}"))
         if i == 0:
+            if "action" in state_meta:
+                raise BadInput("state 0 records an action, but the initial state has none")
             actions.append(None)
-        elif "action" not in raw["#meta"]:
-            raise BadInput(f"{p}: state {i} does not record the action that produced it")
+        elif "action" not in state_meta:
+            raise BadInput(f"state {i} does not record the action that produced it")
         else:
-            actions.append(Action.from_json(raw["#meta"]["action"]))
+            actions.append(Action.from_json(state_meta["action"]))
+    if meta.get("length", len(states) - 1) != len(states) - 1:
+        raise BadInput(f"#meta says {meta['length']} steps, but there are {len(states) - 1}")
     outcome = Outcome(meta["outcome"]["kind"], meta["outcome"].get("property"))
     loop = doc.get("loop")
+    if (loop is not None) != (outcome.kind == "liveness"):
+        raise BadInput("a loop belongs to a liveness trace (a lasso), and only there")
     if loop is not None and loop >= len(states):
-        raise BadInput(f"{p}: loop index {loop} is past the last state")
+        raise BadInput(f"loop index {loop} is past the last state")
     if outcome.kind == "invariant" and outcome.property not in spec.invariants:
-        raise BadInput(f"{p}: spec {spec.name!r} has no invariant {outcome.property!r}")
+        raise BadInput(f"spec {spec.name!r} has no invariant {shown(outcome.property)}")
     if outcome.kind == "liveness" and outcome.property not in spec.liveness:
-        raise BadInput(f"{p}: spec {spec.name!r} has no liveness property {outcome.property!r}")
-    return Trace(str(p), meta, spec, model, states, actions, outcome, loop)
+        raise BadInput(f"spec {spec.name!r} has no liveness property {shown(outcome.property)}")
+    return Trace(path, meta, spec, model, states, actions, outcome, loop)
