@@ -3,7 +3,8 @@
 For every model: Spark exhaustion of its `nightly` config (resumable: fixed checkpoint directories,
 so a killed run continues where it stopped), the Hypothesis `nightly` profile (at `large` when the
 model has it), liveness with the graph engine at `tiny`, and for models with a symbolic form a Z3
-proof and BMC to depth 16 at the `nightly` config. Writes reports/<UTC timestamp>/:
+proof and BMC to depth 16 at the `nightly` config; then the project's fuzzers (malformed traces,
+command lines, damaged checkpoints) at their long profile. Writes reports/<UTC timestamp>/:
 summary.json, report.html (states per depth, per-rule coverage, time per engine, as inline SVG),
 every counterexample as ITF, and a comparison with the previous report. Exit 1 on any violation
 of a default (unmutated) configuration. NIGHTLY_QUICK=1 runs a reduced version (tests).
@@ -15,6 +16,7 @@ import html
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -94,6 +96,27 @@ def run_model(name: str, folder: Path) -> dict:
     return out
 
 
+FUZZERS = {"traces": "tests/test_fuzz_traces.py", "command lines": "tests/test_fuzz_cli.py",
+           "checkpoints": "tests/test_checkpoint.py"}
+
+
+def run_fuzzers(folder: Path) -> dict:
+    """The project's own fuzzers at their long profile (the short one runs in `make test`): malformed
+    traces, command lines and damaged checkpoints must give one line and exit 2, or a correct result."""
+    out = {}
+    for name, path in FUZZERS.items():
+        report = folder / f"fuzz-{name.replace(' ', '-')}.json"
+        t = time.monotonic()
+        env = dict(os.environ, FUZZ_PROFILE="long", FUZZ_REPORT=str(report))
+        p = subprocess.run([sys.executable, "-m", "pytest", path, "-n", "0", "-q", "-p", "no:cacheprovider"],
+                           cwd=ROOT, env=env, capture_output=True, text=True)
+        counts = json.loads(report.read_text()) if report.exists() else {}
+        out[name] = {"passed": p.returncode == 0, "counts": counts, "seconds": round(time.monotonic() - t, 1),
+                     "tail": p.stdout.strip().splitlines()[-1:] if p.returncode else []}
+        log(f"  fuzz {name}: {'ok' if p.returncode == 0 else 'FAILED'}, {counts}, {out[name]['seconds']} s")
+    return out
+
+
 def svg_bars(values: list[int], width: int = 360, height: int = 80) -> str:
     if not values:
         return ""
@@ -126,6 +149,10 @@ def write_html(folder: Path, summary: dict) -> None:
         parts.append("<p>Time per engine (s): " + ", ".join(f"{k} {v}" for k, v in times.items()) + "</p>"
                      + svg_bars(list(times.values()), 150, 40))
         parts.append(f"<p>Liveness: {html.escape(json.dumps(m['liveness']['properties']))}</p>")
+    parts.append("<h2>Fuzzers</h2><table><tr><th>input</th><th>result</th><th>counts</th><th>s</th></tr>" + "".join(
+        f"<tr><td>{html.escape(n)}</td><td>{'passed' if f['passed'] else 'FAILED'}</td>"
+        f"<td>{html.escape(json.dumps(f['counts']))}</td><td>{f['seconds']}</td></tr>"
+        for n, f in summary.get("fuzz", {}).items()) + "</table>")
     if summary.get("comparison"):
         parts.append("<h2>Compared with the previous report</h2><ul>" + "".join(
             f"<li>{html.escape(c)}</li>" for c in summary["comparison"]) + "</ul>")
@@ -162,10 +189,13 @@ def main() -> int:
     for name in spec_names():
         log(f"[{name}]")
         summary["models"][name] = run_model(name, folder)
+    log("[fuzzers]" + (" skipped: their short profile is part of make test" if QUICK else ""))
+    summary["fuzz"] = {} if QUICK else run_fuzzers(folder)
     new_violations = [t for m in summary["models"].values() for eng in ("spark", "hypothesis", "z3")
                       for t in m.get(eng, {}).get("traces", [])]
     new_violations += [f"{n}: Z3 properties not inductive" for n, m in summary["models"].items()
                        if not m.get("z3", {}).get("proved", True)]
+    new_violations += [f"fuzzer {n} failed" for n, f in summary["fuzz"].items() if not f["passed"]]
     summary["outcome"] = "violation" if new_violations else "ok"
     summary["comparison"] = compare(previous, summary)
     (folder / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))

@@ -398,6 +398,9 @@ def _interrupted(exc: Interrupted) -> None:
 
 def main() -> None:
     interrupt.install()
+    for stream in (sys.stdout, sys.stderr):  # a trace's text on an ASCII terminal: escaped, never a traceback
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         # make_context + invoke rather than cli.main: main turns Ctrl-C into Abort and prints a blank line
         with cli.make_context("harness", sys.argv[1:]) as ctx:

@@ -18,6 +18,15 @@ from harness.errors import BadInput
 from harness.registry import load_spec
 
 LONG = os.environ.get("FUZZ_PROFILE") == "long"
+COUNTS = {"damaged": 0, "refused": 0, "resumed_unchanged": 0, "no_op": 0}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fuzz_report():
+    """The damage fuzzer's counts, written to $FUZZ_REPORT (the nightly runs this file alone, on one worker)."""
+    yield
+    if os.environ.get("FUZZ_REPORT"):
+        Path(os.environ["FUZZ_REPORT"]).write_text(json.dumps(dict(COUNTS, profile="long" if LONG else "short"), indent=1))
 
 
 def bind(name, preset, mutation=None):
@@ -184,9 +193,12 @@ def test_damaged_checkpoints_are_refused_or_give_the_uninterrupted_result(refere
                                                                            mutation):
     model, expected, ck = copy_of(reference, mutation, tmp_path_factory.mktemp("fuzz"))
     what = damage(ck, random.Random(seed), kind)
+    COUNTS["damaged"] += 1
     try:
         r = explore(model, ck, resume=True)
     except BadInput as exc:
-        assert "\n" not in str(exc) and str(ck) in str(exc) or "checkpoint" in str(exc), what
+        assert "\n" not in str(exc) and (str(ck) in str(exc) or "checkpoint" in str(exc)), what
+        COUNTS["refused"] += 1
         return
     assert what == "noop" or summary(r) == expected, what  # accepted only if the result is unchanged
+    COUNTS["no_op" if what == "noop" else "resumed_unchanged"] += 1

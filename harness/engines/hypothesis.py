@@ -43,6 +43,7 @@ from harness.model import Model
 from harness.result import CheckResult, Violation
 from harness.trace import Outcome
 
+DERANDOMIZED_SEED = 2
 _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
                verbosity=Verbosity.quiet)
 PROFILES = {
@@ -253,8 +254,10 @@ def explore(model: Model, *, profile: str = "ci", examples: int | None = None, s
     """Run the generated state machine; a failure becomes a shrunk, replayable Violation."""
     machine = build_machine(model)
     chosen = profile_settings(profile, examples, steps)
-    if not chosen.derandomize:
-        machine._hypothesis_internal_use_seed = seed
+    # A derandomized profile runs from a fixed seed. Hypothesis's own derandomization seeds from a digest
+    # of the test's source and signature, which here moved with unrelated edits to the harness: one edit
+    # turned "found in 606 walks" into "not found in 6,299" for the same model (docs/ARCHITECTURE.md).
+    machine._hypothesis_internal_use_seed = DERANDOMIZED_SEED if chosen.derandomize else seed
     started = time.monotonic()
     violations: list[Violation] = []
     note = None

@@ -205,8 +205,11 @@ def start_session(master: str | None, log_file: Path):
     if master:  # under spark-submit the master comes from spark-submit
         conf.setMaster(master)
     conf.set("spark.ui.showConsoleProgress", "false").set("spark.python.worker.reuse", "true")
+    active = SparkContext._active_spark_context  # one per process: a later search reuses it
+    if active is not None:
+        return active
     gateway = None
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit the JVM is already running
+    if "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None:  # else the JVM is running
         with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
             gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
     sc = SparkContext(conf=conf, gateway=gateway)
@@ -354,10 +357,9 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                               "queue": frontier, "elapsed": time.monotonic() - started})
     except interrupt.Interrupted as exc:
         exc.hint = f"the checkpoint of level {level} is kept: add --resume to continue"
-        raise
-    finally:
         if "spark" in session:
             stop_session(session["spark"])
+        raise
     elapsed = time.monotonic() - started
     result = CheckResult("spark", complete=stopped_by is None, stopped_by=stopped_by)
     for prop, (depth, fp) in sorted(totals["violations"].items(), key=lambda kv: (kv[1][0], kv[0])):
