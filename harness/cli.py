@@ -52,7 +52,7 @@ def list_cmd(as_json: bool) -> None:
         data[name] = {
             "configs": list(spec.presets),
             "variants": {k: list(v) for k, v in spec.variants.items()},
-            "mutations": spec.mutations,
+            "mutations": {n: str(m) for n, m in spec.mutations.items()},
             "rules": [r.name + (" (fair)" if r.fair else "") for r in spec.rules],
             "invariants": list(spec.invariants),
             "liveness": list(spec.liveness),
@@ -93,6 +93,7 @@ def list_cmd(as_json: bool) -> None:
               callback=lambda ctx, param, v: _not_nan(v, "--time-limit"))
 @click.option("--continue", "keep_going", is_flag=True, help="collect one shortest trace per violated property")
 @click.option("--quiet", is_flag=True, help="no progress display")
+@click.option("--check-reads", is_flag=True, help="bfs: evaluate every invariant everywhere and check the reads= hints")
 @click.option("--profile", default="ci", show_default=True, help="hypothesis: settings profile (ci, nightly, dev)")
 @click.option("--examples", type=click.IntRange(min=1), default=None, help="hypothesis: runs to generate")
 @click.option("--steps", type=click.IntRange(min=1), default=None, help="hypothesis: steps per run")
@@ -103,8 +104,8 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--depth", type=click.IntRange(min=0), default=12, show_default=True,
               help="z3: bound of the bounded model check (abstract steps)")
 def check(spec_name, preset, settings, variants, mutation, engine, out, as_json, seed, exact, no_deadlock,
-          max_states, max_depth, time_limit, keep_going, quiet, profile, examples, steps, master, partitions,
-          checkpoint, resume, depth) -> None:
+          max_states, max_depth, time_limit, keep_going, quiet, check_reads, profile, examples, steps, master,
+          partitions, checkpoint, resume, depth) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation."""
     from harness.check import exit_code, summary, write_counterexamples
     from harness.engines import bfs
@@ -143,7 +144,8 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
     else:
         with _progress(quiet) as progress:
             result = bfs.explore(model, exact=exact, max_states=max_states, max_depth=max_depth, time_limit=time_limit,
-                                 keep_going=keep_going, check_deadlock=not no_deadlock, progress=progress)
+                                 keep_going=keep_going, check_deadlock=not no_deadlock, progress=progress,
+                                 check_reads=check_reads)
     write_counterexamples(model, result, Path(out), seed)
     if as_json:
         print(json.dumps(summary(model, result), indent=1))

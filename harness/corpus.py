@@ -28,7 +28,7 @@ class Case:
 
 
 def cases(spec: Spec) -> list[Case]:
-    out = [Case(spec.name, spec.preset_for(m), m, doc) for m, doc in spec.mutations.items()]
+    out = [Case(spec.name, m.caught_at, m.name, str(m)) for m in spec.mutations.values()]
     out += [Case(spec.name, preset, "none", why) for preset, why in spec.expected.items()]
     return out
 

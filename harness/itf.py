@@ -130,6 +130,43 @@ class Bool(ItfType):
             raise TypeError(f"{where}: expected a bool, got {v!r}")
 
 
+class Enum(ItfType):
+    """A coded field with named values (a broker status, a role, an entry kind): the state holds the
+    code 0..n-1, a trace holds the name as an ITF string. Unpacking gives the codes, so a spec writes
+    `OFFLINE, CRASHED = BROKER_STATUS = Enum("OFFLINE", "CRASHED")` and its rules compare ints."""
+
+    def __init__(self, *names: str) -> None:
+        if not names or len(set(names)) != len(names):
+            raise TypeError("an Enum needs distinct names")
+        self.names = names
+        self.codes = {n: i for i, n in enumerate(names)}
+        self.name = "one of " + ", ".join(names)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self.names)))
+
+    def to_itf(self, v: int) -> str:
+        return self.names[v]
+
+    def from_itf(self, obj: Any, where: str) -> int:
+        if isinstance(obj, str) and obj in self.codes:
+            return self.codes[obj]
+        raise _bad(where, self.name, obj)
+
+    def from_plain(self, obj: Any, where: str) -> int:
+        v = _int_from_itf(obj, where)
+        if not 0 <= v < len(self.names):
+            raise _bad(where, f"a code in [0, {len(self.names) - 1}]", v)
+        return v
+
+    def validate(self, v: Any, where: str) -> None:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < len(self.names):
+            raise TypeError(f"{where}: expected a code of {self.name}, got {v!r}")
+
+    def show(self, v: int) -> str:
+        return self.names[v] if 0 <= v < len(self.names) else str(v)
+
+
 class OptId(Int):
     """An id where 0 stands for "none"; ITF shows none as -1 (Kafka's NO_LEADER)."""
 

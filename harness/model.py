@@ -17,15 +17,14 @@ ITF conversion.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
-import gc
+import dis
 import hashlib
 import itertools
 import json
 import re
 import reprlib
+import types
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple
@@ -58,77 +57,6 @@ def mix64(h: int) -> int:
     h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
     h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & MASK64
     return h ^ (h >> 31)
-
-
-def memoized(fn: Callable) -> Callable:
-    """Cache a pure function of immutable state parts (say, a controller's partition changes).
-    Many states share the same parts, so a search computes each result once per distinct input
-    rather than once per state. Bounded, so memory stays flat on long runs."""
-    return functools.lru_cache(maxsize=1 << 16)(fn)
-
-
-def per_state(fn: Callable) -> Callable:
-    """Cache fn(x) for the last x it was called with (by identity). `successors` asks every rule
-    about one state in turn, so a fact derived from a part of that state (which brokers are
-    unfenced) is computed once per state instead of once per rule."""
-    last_arg: Any = object()
-    last_result: Any = None
-
-    def cached(x):
-        nonlocal last_arg, last_result
-        if x is not last_arg:
-            last_result = fn(x)
-            last_arg = x
-        return last_result
-
-    return functools.update_wrapper(cached, fn)
-
-
-@contextlib.contextmanager
-def cycle_collector_paused():
-    """Pause CPython's cycle collector for a search loop. States are acyclic tuples of ints, so it
-    can free nothing there, yet it re-traverses the growing set of live states: about 30% of BFS
-    time at kraft ci (docs/ARCHITECTURE.md). Reference counting still frees everything."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def fast_replace(*classes: type) -> None:
-    """Give NamedTuple state classes a `_replace` about twice as fast as the stdlib's (same result);
-    rules call `_replace` on every step, so it shows in states/s."""
-    for cls in classes:
-        index = {name: i for i, name in enumerate(cls._fields)}
-        new = tuple.__new__
-
-        def _replace(self, _index=index, _new=new, **changes):
-            values = list(self)
-            for name, value in changes.items():
-                values[_index[name]] = value
-            return _new(type(self), values)
-
-        cls._replace = _replace
-
-
-def setter(cls: type, *fields: str) -> Callable:
-    """A positional `_replace` of adjacent fields for the hottest updates of a spec:
-    `set_log_and_hwm = setter(Broker, "log", "hwm")`, then `set_log_and_hwm(b, log, hwm)`. It splices
-    the tuple, about twice as fast as a keyword `_replace` (no keyword dict, no name lookup per
-    call): 0.3 against 0.6-1.0 us."""
-    positions = [cls._fields.index(f) for f in fields]
-    first, end = positions[0], positions[0] + len(positions)
-    if positions != list(range(first, end)):
-        raise ValueError(f"setter needs adjacent fields of {cls.__name__}, in order: {', '.join(fields)}")
-    new = tuple.__new__
-
-    def set_adjacent(self, *values):
-        return new(cls, self[:first] + values + self[end:])
-
-    return set_adjacent
 
 
 class Action(NamedTuple):
@@ -389,6 +317,48 @@ class Rule:
     doc: str
     precondition: Callable | None = None  # (cfg, state) -> bool, checked once for all parameters
     applies: Callable | None = None  # (cfg) -> bool: False leaves the rule out of this config's model
+    formats: dict[str, Callable[[Any, int], str]] = field(default_factory=dict)  # param -> (cfg, value) -> text
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A named removal of one safety rule: which rule it weakens, what it removes, where it is caught."""
+
+    name: str
+    rule: str
+    removes: str
+    caught_at: str  # the preset at which some invariant must catch it
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.removes}"
+
+
+class _Unmutated:
+    """`mutated` where no spec config is at hand (unit tests of a spec's pure functions): every flag false."""
+
+    def __getattr__(self, name: str) -> bool:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return False
+
+
+UNMUTATED = _Unmutated()
+
+
+class Violated:
+    """What a property returns when it fails and can say why: false, with a reason naming the part
+    that fails (`return Violated(f"broker {b} leads without offset {o}")`). Engines test truth only."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"Violated({self.reason!r})"
 
 
 @dataclass
@@ -411,10 +381,9 @@ class Spec:
     doc: str = ""
     presets: dict[str, dict] = field(default_factory=dict)
     default_preset: str = "tiny"
-    mutations: dict[str, str] = field(default_factory=dict)  # name -> which rule it removes
+    mutations: dict[str, Mutation] = field(default_factory=dict)  # declared with `spec.mutation(...)`
     deadlock: bool = True  # report states without successors (unless quiescent)
-    mutation_preset: str = "ci"  # the config at which every mutation must be caught
-    mutation_presets: dict[str, str] = field(default_factory=dict)  # per-mutation overrides of mutation_preset
+    mutation_preset: str = "ci"  # where a mutation is caught unless its declaration says otherwise
     guides: dict[str, list] = field(default_factory=dict)  # mutation -> scenario [(rule, {params})] for guided BFS
     symbolic: Any = None  # module with make_state/type_ok/init/RULES: the Z3 transition relation (prove)
     z3_invariants: dict[str, Callable] = field(default_factory=dict)  # property -> (symbolic state) -> Z3 formula
@@ -440,9 +409,26 @@ class Spec:
 
     def preset_for(self, mutation: str) -> str:
         """The config at which `mutation` must be caught."""
-        return self.mutation_presets.get(mutation, self.mutation_preset)
+        return self.mutations[mutation].caught_at
+
+    def mutation(self, name: str, *, rule: str, removes: str, caught_at: str | None = None) -> Mutation:
+        """Declare a mutation: `rule` is the rule it weakens, `removes` the check it takes out (cite the
+        document), `caught_at` the preset where an invariant must catch it. Rule code tests the flag
+        `cfg.mutated.<name>`; a name used there but not declared fails when the spec loads."""
+        if name in self.mutations or not name.isidentifier():
+            raise TypeError(f"mutation {name!r}: declared twice or not an identifier")
+        m = self.mutations[name] = Mutation(name, rule, removes, caught_at or self.mutation_preset)
+        self._flags = None
+        return m
+
+    def mutation_flags(self, mutation: str) -> tuple:
+        """`cfg.mutated`: one boolean per declared mutation, true for the config's own."""
+        if getattr(self, "_flags", None) is None:
+            self._flags = NamedTuple("Mutated", [(n, bool) for n in self.mutations])  # type: ignore[misc]
+        return self._flags(*(n == mutation for n in self.mutations))
 
     def rule(self, fair: bool = False, precondition: Callable | None = None, applies: Callable | None = None,
+             format: dict[str, Callable[[Any, int], str]] | None = None,
              **domains: Callable[[Any], Iterable[int]]) -> Callable:
         """`@spec.rule(broker=brokers)`: a protocol rule; parameters range over finite domains.
 
@@ -450,10 +436,16 @@ class Spec:
         combination: engines skip the whole rule when it is false, and `Model.apply` (replay) checks
         it too, so the rule body need not repeat it. `applies(cfg)` false removes the rule from the
         model of that config (a rule of another variant), so it is not reported as never firing.
+        `format={"param": (cfg, value) -> text}` says how a parameter reads in traces (a target index
+        as the replica list it names, 0 as "keep"); traces keep the raw values for replay.
         """
 
         def register(fn: Callable) -> Callable:
-            self.rules.append(Rule(fn.__name__, fn, domains, fair, (fn.__doc__ or "").strip(), precondition, applies))
+            unknown = set(format or ()) - set(domains)
+            if unknown:
+                raise TypeError(f"rule {fn.__name__}: format names unknown parameters {sorted(unknown)}")
+            self.rules.append(Rule(fn.__name__, fn, domains, fair, (fn.__doc__ or "").strip(), precondition, applies,
+                                   dict(format or {})))
             return fn
 
         return register
@@ -556,10 +548,43 @@ class Spec:
         if problem:
             raise BadInput(f"invalid config for {self.name!r}: {problem}")
         object.__setattr__(cfg, "_preset", preset)
+        object.__setattr__(cfg, "mutated", self.mutation_flags(cfg.mutation))
         return cfg
 
     def bind(self, cfg: Config) -> "Model":
         return Model(self, cfg)
+
+
+def _code_objects(module) -> Iterable[types.CodeType]:
+    """Every code object defined in a module's functions and classes, nested ones included."""
+    stack = [v.__code__ for v in vars(module).values() if isinstance(v, types.FunctionType) and v.__module__ == module.__name__]
+    stack += [f.__code__ for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__
+              for f in vars(c).values() if isinstance(f, types.FunctionType)]
+    while stack:
+        code = stack.pop()
+        yield code
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def check_declarations(spec: Spec, modules: Iterable) -> None:
+    """When a spec loads: every mutation is declared against a rule and a preset that exist, and every
+    `<x>.mutated.<name>` in the spec's modules names a declared mutation (a typo must not compile into
+    a rule that silently never mutates)."""
+    rules, presets = {r.name for r in spec.rules}, set(spec.presets)
+    for m in spec.mutations.values():
+        if m.rule not in rules or m.caught_at not in presets:
+            raise BadInput(f"spec {spec.name!r}: mutation {m.name!r} names rule {m.rule!r} and preset {m.caught_at!r}; "
+                           f"one of them does not exist")
+    for module in modules:
+        for code in _code_objects(module):
+            previous = None
+            for ins in dis.get_instructions(code):
+                if previous is not None and previous.argval == "mutated" and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") \
+                        and ins.argval not in spec.mutations:
+                    line = ins.positions.lineno if ins.positions else code.co_firstlineno
+                    raise BadInput(f"spec {spec.name!r}: {module.__name__} line {line} tests mutation {ins.argval!r}, "
+                                   f"which is not declared (declared: {', '.join(spec.mutations) or 'none'})")
+                previous = ins if ins.argval == "mutated" and ins.opname.startswith("LOAD_") else None
 
 
 def config_to_dict(cfg: Config) -> dict:
@@ -630,6 +655,7 @@ class Model:
                 by_reads.setdefault(tuple(fields[x] for x in spec.invariant_reads[n]), []).append((n, f))
         self.invariants_by_reads = list(by_reads.items())
         self.liveness = dict(spec.liveness)
+        self._formats = {r.name: r.formats for r in self.rules if r.formats}
         self.check_deadlock = spec.deadlock
         self._fast_decode = None
 
@@ -682,6 +708,26 @@ class Model:
 
     def holds(self, name: str, state: tuple) -> bool:
         return bool(self.spec.invariants[name](self.config, state))
+
+    def explain(self, name: str, state: tuple) -> str | None:
+        """Why invariant `name` fails in `state`, if the property says (see `Violated`)."""
+        verdict = self.spec.invariants[name](self.config, state) if name in self.spec.invariants else True
+        return None if verdict else getattr(verdict, "reason", None)
+
+    def statement(self, name: str) -> str | None:
+        """What property `name` states (its docstring)."""
+        if name == "Deadlock":
+            return "Every state that is not quiescent has an enabled action."
+        if name in self.spec.invariant_docs:
+            return self.spec.invariant_docs[name] or None
+        prop = self.spec.liveness.get(name)
+        return prop.doc or None if prop else None
+
+    def format_action(self, action: Action) -> str:
+        """An action as people read it: each parameter through its rule's format."""
+        formats = self._formats.get(action.rule, {})
+        return f"{action.rule}(" + ", ".join(
+            f"{k}={formats[k](self.config, v) if k in formats else v}" for k, v in action.params) + ")"
 
     def quiescent(self, state: tuple) -> bool:
         q = self.spec.quiescent_fn

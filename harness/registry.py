@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 
 import invariants
 import specs
 from harness.errors import BadInput
-from harness.model import Spec
+from harness.model import Spec, check_declarations
 
 
 def spec_names() -> list[str]:
@@ -22,4 +23,12 @@ def load_spec(name: str) -> Spec:
     module = importlib.import_module(f"specs.{name}")
     if any(m.name == name for m in pkgutil.iter_modules(invariants.__path__)):
         importlib.import_module(f"invariants.{name}")
+    if name not in _checked:
+        own = [m for k, m in sorted(sys.modules.items()) if k in (f"specs.{name}", f"invariants.{name}")
+               or k.startswith(f"specs.{name}.")]
+        check_declarations(module.spec, own)
+        _checked.add(name)
     return module.spec
+
+
+_checked: set[str] = set()

@@ -65,6 +65,8 @@ TRACE_SCHEMA = {
                     "properties": {
                         "kind": {"enum": ["none", "invariant", "deadlock", "liveness"]},
                         "property": {"type": ["string", "null"]},
+                        "statement": {"type": "string"},  # the property's docstring
+                        "reason": {"type": "string"},  # what fails, where the property says
                     },
                 },
                 "why": {"type": "string"},  # the corpus's explanation of a committed trace
@@ -90,7 +92,8 @@ TRACE_SCHEMA = {
                                 "required": ["rule", "params"],
                                 "additionalProperties": False,
                                 "properties": {"rule": {"type": "string"},
-                                               "params": {"type": "object", "additionalProperties": {"type": "integer"}}},
+                                               "params": {"type": "object", "additionalProperties": {"type": "integer"}},
+                                               "label": {"type": "string"}},  # for people; replay reads params
                             },
                         },
                     }
@@ -126,6 +129,18 @@ class Trace:
     loop: int | None
 
 
+def outcome_document(model: Model, outcome: Outcome, last: tuple) -> dict:
+    """The outcome with the property's statement and, for an invariant, the reason it gives at `last`."""
+    doc = outcome.to_json()
+    statement = model.statement(outcome.property) if outcome.property else None
+    if statement:
+        doc["statement"] = statement
+    reason = model.explain(outcome.property, last) if outcome.kind == "invariant" else None
+    if reason:
+        doc["reason"] = reason
+    return doc
+
+
 def trace_document(model: Model, states: list[tuple], actions: list[Action | None], outcome: Outcome,
                    engine: str, seed: int | None = None, loop: int | None = None, extra: dict | None = None) -> dict:
     cfg = model.config
@@ -139,7 +154,7 @@ def trace_document(model: Model, states: list[tuple], actions: list[Action | Non
         "config_digest": config_digest(cfg),
         "variant": variant_of(model.spec, cfg),
         "mutation": cfg.mutation,
-        "outcome": outcome.to_json(),
+        "outcome": outcome_document(model, outcome, states[-1]),
         "engine": engine,
         "seed": seed,
         "harness_version": __version__,
@@ -151,7 +166,7 @@ def trace_document(model: Model, states: list[tuple], actions: list[Action | Non
     for i, (state, action) in enumerate(zip(states, actions)):
         state_meta: dict[str, Any] = {"index": i}
         if action is not None:
-            state_meta["action"] = action.to_json()
+            state_meta["action"] = dict(action.to_json(), label=model.format_action(action))
         itf_states.append({"#meta": state_meta, **model.to_itf(state)})
     doc = {"#meta": meta, "vars": list(model.schema.fields), "states": itf_states}
     if loop is not None:

@@ -38,12 +38,12 @@ spec = Spec(
     State,
     doc=__doc__,
     presets={"tiny": {}, "ci": {"brokers": 3, "max_records": 3}},
-    mutations={
-        "hwm_ignores_isr": "advance_hwm: the HWM moves to the leader's log end without waiting for the ISR",
-        "expand_lagging": "expand_isr: a follower joins the ISR before it holds the committed records",
-    },
     deadlock=False,  # a bounded workload ends in a quiescent state
 )
+spec.mutation("hwm_ignores_isr", rule="advance_hwm",
+              removes="the HWM moves to the leader's log end without waiting for the ISR")
+spec.mutation("expand_lagging", rule="expand_isr",
+              removes="a follower joins the ISR before it holds the committed records")
 
 
 def followers(cfg):
@@ -75,7 +75,7 @@ def fetch(cfg, s, follower):
 @spec.rule(fair=True)
 def advance_hwm(cfg, s):
     """Leader: with at least MinISR members in the ISR, the HWM becomes their smallest log end."""
-    if cfg.mutation == "hwm_ignores_isr":
+    if cfg.mutated.hwm_ignores_isr:
         new = s.log[0]
     elif s.isr.bit_count() < cfg.min_isr:
         return None
@@ -95,7 +95,7 @@ def shrink_isr(cfg, s, follower):
 @spec.rule(follower=followers, fair=True)
 def expand_isr(cfg, s, follower):
     """Leader: re-admit a follower that has caught up to the HWM."""
-    caught_up = cfg.mutation == "expand_lagging" or s.log[follower - 1] >= s.hwm
+    caught_up = cfg.mutated.expand_lagging or s.log[follower - 1] >= s.hwm
     if s.isr >> follower & 1 or not caught_up:
         return None
     return s._replace(isr=s.isr | 1 << follower)

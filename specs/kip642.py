@@ -26,7 +26,8 @@ from typing import Annotated, NamedTuple
 
 from harness.bitset import mask
 from harness.itf import Bool, ById, IdSet, OptId, Seq
-from harness.model import Config, Spec, budget, distinct_ids, fast_replace, ids, param
+from harness.model import Config, Spec, budget, distinct_ids, ids, param
+from harness.speed import fast_replace
 
 DATA, VOTERS, LEADER_CHANGE = 0, 1, 2
 FOLLOWER, CANDIDATE, LEADER, RESIGNED = 0, 1, 2, 3
@@ -96,12 +97,6 @@ class State(NamedTuple):
 
 fast_replace(Entry, Server, Budget, State)
 
-MUTATIONS = {
-    "change_before_epoch_commit": "leader_step: append a voter change before committing an entry of the leader's "
-                                  "epoch (Ongaro's single-server change bug)",
-    "two_uncommitted_changes": "leader_step: allow a voter change while the previous one is uncommitted",
-    "votes_against_old_config": "become_leader: count votes against the previous configuration",
-}
 
 PRESETS = {
     "tiny": {"servers": 3, "voters": [1, 2], "targets": [[1, 3]], "max_writes": 0},
@@ -176,10 +171,15 @@ OLD_CONFIG_SCENARIO = [
 ]
 
 
-spec = Spec("kip642", Kip642Config, State, doc=__doc__, presets=PRESETS, mutations=MUTATIONS, deadlock=False,
-            mutation_preset="ci", mutation_presets={"change_before_epoch_commit": "ongaro",
-                                                    "votes_against_old_config": "old-config"},
+spec = Spec("kip642", Kip642Config, State, doc=__doc__, presets=PRESETS, deadlock=False, mutation_preset="ci",
             guides={"change_before_epoch_commit": ONGARO_SCENARIO, "votes_against_old_config": OLD_CONFIG_SCENARIO})
+spec.mutation("change_before_epoch_commit", rule="leader_step", caught_at="ongaro",
+              removes="the epoch-commit condition: append a voter change before committing an entry of the leader's "
+                      "epoch (Ongaro's single-server change bug)")
+spec.mutation("two_uncommitted_changes", rule="leader_step",
+              removes="the one-change-at-a-time condition: a voter change while the previous one is uncommitted")
+spec.mutation("votes_against_old_config", rule="become_leader",
+              removes="counting votes against the current configuration: count them against the previous one")
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -263,7 +263,7 @@ def alter_partition_reassignments(cfg, s, leader, target):
     if b is None or not s.budget.reassignments:
         return None
     wanted = mask(cfg.targets[target])
-    if wanted == voters_of(b.log) or uncommitted_change(b) and cfg.mutation != "two_uncommitted_changes":
+    if wanted == voters_of(b.log) or uncommitted_change(b) and not cfg.mutated.two_uncommitted_changes:
         return None
     entry = Entry(b.epoch, VOTERS, voters_of(b.log), wanted)
     return append(cfg, s, leader, entry, budget=s.budget._replace(reassignments=s.budget.reassignments - 1))
@@ -300,9 +300,9 @@ def leader_step(cfg, s, leader, member):
     current = voters_of(b.log)
     if not target or target == current:
         return None
-    if uncommitted_change(b) and cfg.mutation != "two_uncommitted_changes":
+    if uncommitted_change(b) and not cfg.mutated.two_uncommitted_changes:
         return None
-    if not committed_in_epoch(b) and cfg.mutation != "change_before_epoch_commit":
+    if not committed_in_epoch(b) and not cfg.mutated.change_before_epoch_commit:
         return None
     new, removing = target & ~current, current & ~target
     bit = 1 << member
@@ -469,7 +469,7 @@ def become_leader(cfg, s, candidate):
     c = s.servers[candidate - 1]
     if c.role != CANDIDATE:
         return None
-    config = previous_voters(c.log) if cfg.mutation == "votes_against_old_config" else voters_of(c.log)
+    config = previous_voters(c.log) if cfg.mutated.votes_against_old_config else voters_of(c.log)
     if not is_majority(c.votes, config):
         return None
     log = c.log + (Entry(c.epoch, LEADER_CHANGE, 0, 0),)

@@ -12,7 +12,8 @@ import pytest
 
 from harness.engines import bfs
 from harness.errors import BadInput
-from harness.model import Config, Spec, config_to_dict, fingerprint, param, range_text, setter
+from harness.model import Config, Spec, config_to_dict, fingerprint, param, range_text
+from harness.speed import setter
 from harness.registry import load_spec
 from harness.trace import read_trace
 from tests.conftest import ROOT, load_json

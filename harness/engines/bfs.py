@@ -16,7 +16,9 @@ import resource
 import time
 from typing import Callable
 
-from harness.model import Model, cycle_collector_paused
+from harness.errors import BadInput
+from harness.model import Model
+from harness.speed import cycle_collector_paused
 from harness.result import CheckResult, Violation
 from harness.trace import Outcome
 
@@ -49,6 +51,14 @@ def reconstruct(model: Model, chain: list, key: Callable) -> Violation:
     return Violation(Outcome("none"), states, actions)
 
 
+def _check_reads(model: Model, group: list, parent: tuple, child: tuple, index: int) -> None:
+    for name, inv in group:
+        if bool(inv(model.config, child)) != bool(inv(model.config, parent)):
+            fields = ", ".join(model.spec.invariant_reads[name])
+            raise BadInput(f"--check-reads: {name} changed value on {model.format_action(model.actions[index])} "
+                           f"although the fields it declares in reads= ({fields}) did not change: its reads= is incomplete")
+
+
 @cycle_collector_paused()
 def explore(
     model: Model,
@@ -60,7 +70,11 @@ def explore(
     keep_going: bool = False,
     check_deadlock: bool = True,
     progress: Callable[[dict], None] | None = None,
+    check_reads: bool = False,
 ) -> CheckResult:
+    """`check_reads` (a debugging aid for spec authors) evaluates every invariant on every state, and
+    fails (BadInput) where one declared with `reads=` changes value although the fields it declares
+    did not: its `reads=` is incomplete, and the normal search would have skipped a violation."""
     key = (lambda s: s) if exact else model.fingerprint  # the builtin hash: no Python frame per state
     cfg = model.config
     invariants = list(model.spec.invariants.items())
@@ -137,6 +151,9 @@ def explore(
                                 if not inv(cfg, t) and record(name, kt):
                                     stop = True
                             break
+                    else:
+                        if check_reads:
+                            _check_reads(model, group, s, t, index)
                 if stop:
                     break
             if stop:

@@ -45,7 +45,8 @@ import pyarrow.parquet as pq
 from harness import checkpoint as ck
 from harness import interrupt
 from harness.errors import BadInput
-from harness.model import Model, config_digest, config_to_dict, cycle_collector_paused, mix64, preset_of
+from harness.model import Model, config_digest, config_to_dict, mix64, preset_of
+from harness.speed import cycle_collector_paused
 from harness.result import CheckResult
 from harness.trace import Outcome
 

@@ -98,7 +98,7 @@ class Unrolling:
         which = z3.Int(f"rule_{k}")
         steps = []
         for i, rule in enumerate(self.sym.RULES.values()):
-            rel, params = rule(s, t, self.cfg, self.cfg.mutation)
+            rel, params = rule(s, t, self.cfg)
             fresh = {p: z3.FreshConst(p.sort(), f"p{k}_{i}_") for p in params}
             steps.append(z3.And(which == i, z3.substitute(rel, *fresh.items()) if fresh else rel))
         bounds = getattr(self.sym, "bounds", None) if self.bounded else None

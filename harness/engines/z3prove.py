@@ -44,7 +44,7 @@ def _reachable_cti(sym, cfg, n: int, rule, prop, depth: int):
     for k in range(depth + 1):
         unroll.ensure(k)
         s, t = unroll.states[k], sym.make_state(f"cti{k}_", n)
-        rel, params = rule(s, t, cfg, cfg.mutation)
+        rel, params = rule(s, t, cfg)
         unroll.solver.push()
         unroll.solver.add(rel, sym.type_ok(t), z3.Not(prop(t)))
         if solve(unroll.solver) == z3.sat:
@@ -75,7 +75,7 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
             verdict = solve(solver)
             checks.append({"brokers": n, "rule": "init", "property": p, "result": str(verdict)})
         for rule_name, rule in sym.RULES.items():
-            rel, params = rule(s, t, cfg, mutation)
+            rel, params = rule(s, t, cfg)
             for p in names:
                 solver = z3.Solver()
                 solver.set("timeout", timeout_ms)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
 from harness.itf import Bool, ById, IdSet, Int, OptId, Seq
-from harness.model import (Config, Spec, budget, distinct_ids, fast_replace, ids, memoized, param, per_state,
-                           setter, variant)
+from harness.model import Config, Spec, budget, distinct_ids, ids, param, variant
+from harness.speed import fast_replace, memoized, per_state, setter
 from specs.kraft import controller as ctl
 from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, size
 
@@ -171,17 +171,6 @@ PRESETS = {
                 "max_records": 2, "max_unclean_shutdowns": 1, "max_shrinks": 1},
 }
 
-MUTATIONS = {
-    "completion_ignores_min_isr": "completion: complete although the final ISR < MinISR (seed 000 §4.2 rule 1)",
-    "keep_removing_in_isr": "completion: `removing` replicas stay in the ISR (seed 000 §4.2 step 3)",
-    "stale_partition_epoch": "handle_alter_partition: accept a request based on a stale partition epoch (seed 003 §2.9.2)",
-    "ignore_added_broker_epoch": "handle_alter_partition: skip the broker-epoch check of added replicas (seed 003 §2.9.2)",
-    "expand_below_hwm": "propose_isr_expansion: add a follower that has not reached the HWM (seed 003 §2.9)",
-    "expand_below_leso": "propose_isr_expansion: add a follower that has not reached the LESO (seed 003 §2.9)",
-    "expand_without_fetch_in_epoch": "propose_isr_expansion: add a follower with no fetch in the current leader epoch (seed 003 §2.9)",
-    "hwm_below_min_isr": "advance_hwm: advance the HWM while ISR < MinISR with ELR on (KIP-966)",
-    "keep_unclean_in_elr": "restart_after_unclean_shutdown: keep the broker in the ELR (KIP-966)",
-}
 
 fast_replace(Partition, AlterPartition, Response, Broker, Budget, State)
 # Positional setters for the updates made on nearly every step (twice as fast as `_replace`).
@@ -204,8 +193,26 @@ EXPECTED = {
                                 "ISR < MinISR and one unclean shutdown loses the committed record",
 }
 
-spec = Spec("kraft", KraftConfig, State, doc=__doc__, presets=PRESETS, mutations=MUTATIONS, deadlock=False,
-            expected=EXPECTED, mutation_preset="small", mutation_presets={"expand_without_fetch_in_epoch": "lagging"})
+spec = Spec("kraft", KraftConfig, State, doc=__doc__, presets=PRESETS, deadlock=False, expected=EXPECTED,
+            mutation_preset="small")
+spec.mutation("completion_ignores_min_isr", rule="alter_partition_reassignments",
+              removes="complete although the final ISR < MinISR (seed 000 §4.2 rule 1)")
+spec.mutation("keep_removing_in_isr", rule="alter_partition_reassignments",
+              removes="`removing` replicas stay in the ISR at completion (seed 000 §4.2 step 3)")
+spec.mutation("stale_partition_epoch", rule="handle_alter_partition",
+              removes="the partition-epoch check: accept a request based on a stale partition epoch (seed 003 §2.9.2)")
+spec.mutation("ignore_added_broker_epoch", rule="handle_alter_partition",
+              removes="the broker-epoch check of added replicas (seed 003 §2.9.2)")
+spec.mutation("expand_below_hwm", rule="propose_isr_expansion",
+              removes="the HWM condition: add a follower that has not reached the HWM (seed 003 §2.9)")
+spec.mutation("expand_below_leso", rule="propose_isr_expansion",
+              removes="the LESO condition: add a follower that has not reached the LESO (seed 003 §2.9)")
+spec.mutation("expand_without_fetch_in_epoch", rule="propose_isr_expansion", caught_at="lagging",
+              removes="the fetch-in-epoch condition: add a follower with no fetch in the current leader epoch (seed 003 §2.9)")
+spec.mutation("hwm_below_min_isr", rule="advance_hwm",
+              removes="the MinISR condition: advance the HWM while ISR < MinISR with ELR on (KIP-966)")
+spec.mutation("keep_unclean_in_elr", rule="restart_after_unclean_shutdown",
+              removes="the ELR removal: a broker restarting after an unclean shutdown stays in the ELR (KIP-966)")
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -215,7 +222,7 @@ def rules_of(cfg: KraftConfig) -> Rules:
     """The controller switches of a config (computed once per config object)."""
     rules = cfg.__dict__.get("_rules")
     if rules is None:
-        rules = Rules(cfg.min_isr, cfg.elr, cfg.unclean, cfg.mutation)
+        rules = Rules(cfg.min_isr, cfg.elr, cfg.unclean, cfg.mutated)
         object.__setattr__(cfg, "_rules", rules)
     return rules
 
@@ -425,13 +432,13 @@ def handle_alter_partition(cfg, s, leader, new_leader):
     error = NO_RESPONSE_YET
     if req.leader_epoch != p.leader_epoch or p.leader != leader:
         error = STALE_REQUEST  # FENCED_LEADER_EPOCH / INVALID_REQUEST
-    elif req.partition_epoch != p.partition_epoch and cfg.mutation != "stale_partition_epoch":
+    elif req.partition_epoch != p.partition_epoch and not cfg.mutated.stale_partition_epoch:
         error = STALE_REQUEST  # INVALID_UPDATE_VERSION
     elif req.isr & ~mask(p.replicas) or not req.isr & bit(leader):
         error = STALE_REQUEST  # INVALID_REQUEST
     elif req.isr & ~live:
         error = INELIGIBLE_REPLICA  # fenced or shutting down
-    elif cfg.mutation != "ignore_added_broker_epoch" and any(
+    elif not cfg.mutated.ignore_added_broker_epoch and any(
             sent and s.brokers[f - 1].epoch != sent for f, sent in enumerate(req.added_epochs, 1)):
         error = INELIGIBLE_REPLICA  # broker epoch mismatch: the replica restarted
     ok = not error
@@ -564,7 +571,7 @@ def restart_after_unclean_shutdown(cfg, s, broker, keep):
         return None
     brs = with_broker(s, broker, fresh_broker(cfg.brokers, FENCED, b.epoch + 1, b.log[:keep], min(b.hwm, keep)))
     p = s.partition
-    if cfg.mutation == "keep_unclean_in_elr":
+    if cfg.mutated.keep_unclean_in_elr:
         new = p
     elif cfg.completion == "kafka":
         new = ctl.kafka_build(p, rules_of(cfg), acceptable(s), target_isr=p.isr & ~bit(broker),
@@ -706,7 +713,7 @@ def advance_hwm(cfg, s, leader):
     if b is None:
         return None
     under_min = size(b.known_isr) < cfg.min_isr
-    if cfg.elr and under_min and cfg.mutation != "hwm_below_min_isr":
+    if cfg.elr and under_min and not cfg.mutated.hwm_below_min_isr:
         return None
     hwm = len(b.log)
     others = b.maximal_isr & ~bit(leader)
@@ -747,11 +754,11 @@ def propose_isr_expansion(cfg, s, leader, follower):
     if not b.known_replicas & fb or b.maximal_isr & fb:
         return None
     leo = b.follower_leo[follower - 1]
-    if leo < b.hwm and cfg.mutation != "expand_below_hwm":
+    if leo < b.hwm and not cfg.mutated.expand_below_hwm:
         return None
-    if leo < b.leso and cfg.mutation != "expand_below_leso":
+    if leo < b.leso and not cfg.mutated.expand_below_leso:
         return None
-    if not b.fetched & fb and cfg.mutation != "expand_without_fetch_in_epoch":
+    if not b.fetched & fb and not cfg.mutated.expand_without_fetch_in_epoch:
         return None
     isr = b.known_isr | fb
     epochs = tuple(b.follower_epoch[f - 1] if f == follower else 0 for f in brokers(cfg))

@@ -24,11 +24,12 @@ search meets the same partition in many states.
 
 from __future__ import annotations
 
-from typing import Annotated, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from harness.bitset import bit, mask, members, size  # noqa: F401 (re-exported for the spec)
 from harness.itf import Bool, IdSet, Int, OptId, Seq
-from harness.model import memoized
+from harness.model import UNMUTATED
+from harness.speed import memoized
 
 NO_LEADER = 0  # shown as -1 (Kafka's NO_LEADER) in traces
 
@@ -62,7 +63,7 @@ class Rules(NamedTuple):
     min_isr: int
     elr: bool  # KIP-966 Eligible Leader Replicas enabled
     unclean: bool  # unclean.leader.election.enable
-    mutation: str = "none"
+    mutated: Any = UNMUTATED  # the config's mutation flags (cfg.mutated)
 
 
 # ============================================================================================
@@ -102,10 +103,10 @@ def seed_final_isr(p: Partition, new_isr: int, rules: Rules) -> int | None:
 
     Rules: (1) the final ISR >= MinISR; (2) every `adding` replica is in the final ISR.
     """
-    final_isr = new_isr if rules.mutation == "keep_removing_in_isr" else new_isr & ~p.removing
+    final_isr = new_isr if rules.mutated.keep_removing_in_isr else new_isr & ~p.removing
     if p.adding & ~final_isr:
         return None
-    if size(final_isr & ~p.removing) < rules.min_isr and rules.mutation != "completion_ignores_min_isr":
+    if size(final_isr & ~p.removing) < rules.min_isr and not rules.mutated.completion_ignores_min_isr:
         return None
     return final_isr
 
@@ -271,7 +272,7 @@ def kafka_build(
 
     # 1. completeReassignmentIfNeeded (PRR.maybeCompleteReassignment)
     if adding or removing:
-        trim = 0 if rules.mutation == "keep_removing_in_isr" else removing
+        trim = 0 if rules.mutated.keep_removing_in_isr else removing
         new_isr = isr & ~trim
         new_replicas = tuple(r for r in replicas if not removing >> r & 1)
         complete = bool(new_isr) and bool(new_replicas) and not mask(new_replicas) & ~(new_isr & ~removing)

@@ -69,13 +69,13 @@ def _pick(current, candidates, choice):
                  z3.If(candidates == 0, choice == 0, z3.And(choice != 0, choice & candidates == choice)))
 
 
-def _completion(s, t, cfg, mutation, isr, elr, removing, choice):
+def _completion(s, t, cfg, isr, elr, removing, choice):
     """seed_final_isr + seed_complete from the caught-up (isr, elr): (the completion rules hold,
     the completion change)."""
     n = s["n"]
     zero = z3.BitVecVal(0, n + 1)
-    final = isr if mutation == "keep_removing_in_isr" else isr & ~removing
-    min_ok = z3.BoolVal(True) if mutation == "completion_ignores_min_isr" else popcount(isr & ~removing, n) >= cfg.min_isr
+    final = isr if cfg.mutated.keep_removing_in_isr else isr & ~removing
+    min_ok = z3.BoolVal(True) if cfg.mutated.completion_ignores_min_isr else popcount(isr & ~removing, n) >= cfg.min_isr
     change = z3.And(t["R"] == s["R"] & ~removing, t["I"] == final,
                     t["E"] == z3.If(z3.Or(popcount(final, n) >= cfg.min_isr, not cfg.elr), zero,
                                     elr & ~removing & ~final),
@@ -84,7 +84,7 @@ def _completion(s, t, cfg, mutation, isr, elr, removing, choice):
     return z3.And(s["A"] & ~final == 0, min_ok), change
 
 
-def rule_alter_partition(s, t, cfg, mutation="none"):
+def rule_alter_partition(s, t, cfg):
     """An accepted AlterPartition with a proposed ISR X (seed_alter_isr), with completion."""
     n = s["n"]
     w = n + 1
@@ -93,7 +93,7 @@ def rule_alter_partition(s, t, cfg, mutation="none"):
     accept = z3.And(X & ~s["R"] == 0, s["L"] != 0, s["L"] & X == s["L"], X & ~s["live"] == 0, one_hot_or_zero(c))
     isr, elr = _isr_change(s, X, cfg)
     in_progress = (s["A"] | s["M"]) != 0
-    rules_hold, complete = _completion(s, t, cfg, mutation, isr, elr, s["M"], c)
+    rules_hold, complete = _completion(s, t, cfg, isr, elr, s["M"], c)
     completes = z3.And(in_progress, rules_hold)
     catch_up = z3.And(t["R"] == s["R"], t["I"] == isr, t["E"] == elr, t["L"] == s["L"], t["A"] == s["A"],
                       t["M"] == s["M"], t["le"] == s["le"], t["pe"] == s["pe"] + 1,
@@ -101,7 +101,7 @@ def rule_alter_partition(s, t, cfg, mutation="none"):
     return z3.And(accept, z3.If(completes, complete, catch_up)), [X, c]
 
 
-def rule_reassign(s, t, cfg, mutation="none"):
+def rule_reassign(s, t, cfg):
     """AlterPartitionReassignments with target T (seed_reassign), from a settled assignment."""
     n = s["n"]
     w = n + 1
@@ -110,7 +110,7 @@ def rule_reassign(s, t, cfg, mutation="none"):
     adding, removing = T & ~s["R"], s["R"] & ~T
     pre = z3.And(s["A"] == 0, s["M"] == 0, T != 0, T & ~all_mask(n, w) == 0, z3.Or(adding != 0, removing != 0),
                  one_hot_or_zero(c))
-    min_ok, complete_now = _completion(s, t, cfg, mutation, s["I"], s["E"], removing, c)
+    min_ok, complete_now = _completion(s, t, cfg, s["I"], s["E"], removing, c)
     start = z3.And(c == 0, t["R"] == s["R"], t["I"] == s["I"], t["E"] == s["E"], t["L"] == s["L"], t["A"] == 0,
                    t["M"] == removing, t["le"] == s["le"], t["pe"] == s["pe"] + 1)
     grow = z3.And(c == 0, t["R"] == s["R"] | T, t["I"] == s["I"], t["E"] == s["E"], t["L"] == s["L"],
@@ -120,7 +120,7 @@ def rule_reassign(s, t, cfg, mutation="none"):
     return z3.And(pre, body), [T, c]
 
 
-def rule_remove_broker(s, t, cfg, mutation="none"):
+def rule_remove_broker(s, t, cfg):
     """Fencing or shutdown of broker b (seed_remove_broker)."""
     n = s["n"]
     w = n + 1
@@ -137,7 +137,7 @@ def rule_remove_broker(s, t, cfg, mutation="none"):
     return z3.And(pre, new), [b, c]
 
 
-def rule_clean_election(s, t, cfg, mutation="none"):
+def rule_clean_election(s, t, cfg):
     """Leaderless: elect an unfenced ISR member, or an ELR member when the ISR is empty."""
     n = s["n"]
     w = n + 1
@@ -151,7 +151,7 @@ def rule_clean_election(s, t, cfg, mutation="none"):
                   t["M"] == s["M"], t["le"] == s["le"] + 1, t["pe"] == s["pe"] + 1), [c]
 
 
-def rule_unclean_election(s, t, cfg, mutation="none"):
+def rule_unclean_election(s, t, cfg):
     """Unclean election enabled, leaderless, no live clean candidate (ISR, or ELR when the ISR is
     empty): any live replica leads alone (seed_unclean_election)."""
     n = s["n"]
@@ -166,7 +166,7 @@ def rule_unclean_election(s, t, cfg, mutation="none"):
                   t["M"] == s["M"], t["le"] == s["le"] + 1, t["pe"] == s["pe"] + 1), [c]
 
 
-def rule_cancel(s, t, cfg, mutation="none"):
+def rule_cancel(s, t, cfg):
     """Cancellation (seed_cancel): revert to the original replicas."""
     n = s["n"]
     w = n + 1
@@ -188,12 +188,12 @@ def rule_cancel(s, t, cfg, mutation="none"):
                   t["pe"] == s["pe"] + 1), [c]
 
 
-def rule_forget_unclean_broker(s, t, cfg, mutation="none"):
+def rule_forget_unclean_broker(s, t, cfg):
     """A broker re-registers after an unclean shutdown: it leaves the ELR (KIP-966)."""
     n = s["n"]
     w = n + 1
     b = z3.BitVec("b", w)
-    keep = mutation == "keep_unclean_in_elr"
+    keep = cfg.mutated.keep_unclean_in_elr
     pre = z3.And(b != 0, one_hot_or_zero(b), s["E"] & b == b)
     new_elr = s["E"] if keep else s["E"] & ~b
     return z3.And(pre, t["R"] == s["R"], t["I"] == s["I"], t["E"] == new_elr, t["L"] == s["L"], t["A"] == s["A"],
@@ -204,8 +204,8 @@ def _history(rule, completes: bool):
     """Adds the history flag B, as commit_partition keeps it: set when a change completes a
     reassignment with ISR < MinISR, never cleared. Cancellation is not a completion (and does not
     go through commit_partition), so it and the other rules leave B unchanged."""
-    def relation(s, t, cfg, mutation="none"):
-        rel, params = rule(s, t, cfg, mutation)
+    def relation(s, t, cfg):
+        rel, params = rule(s, t, cfg)
         if not completes:
             return z3.And(rel, t["B"] == s["B"]), params
         ends = z3.And((s["A"] | s["M"]) != 0, (t["A"] | t["M"]) == 0)
