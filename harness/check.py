@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.model import Model, config_to_dict, preset_of, variant_of
+from harness.present import violation_json
 from harness.result import CheckResult
 from harness.trace import trace_filename, write_trace
 
@@ -32,7 +33,7 @@ def summary(model: Model, result: CheckResult) -> dict:
         "stopped_by": result.stopped_by,
         "stats": result.stats,
         "coverage": result.coverage,
-        "violations": [v.to_json() for v in result.violations],
+        "violations": [violation_json(model, v) for v in result.violations],  # with statement and reason
         "warnings": result.warnings,
     }
 

@@ -1,4 +1,4 @@
-"""`python -m harness`: list, check, replay, show.
+"""`python -m harness`: list, describe, check, replay, show, diff, graph, prove, corpus.
 
 Exit codes: 0 = the property holds / the trace replays as recorded; 1 = a violation was found / the
 trace does not reproduce; 2 = bad input, reported on one line with no traceback.
@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text  # text from a file or a spec is printed as Text: never read as markup or emoji codes
 
 from harness import interrupt
 from harness.errors import BadInput
@@ -239,10 +240,10 @@ def _print_result(model, result) -> None:
     for w in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {w}")
     if result.violations:
-        for v in result.violations:
-            err.print(f"[red]VIOLATION[/red] {v.outcome.kind} {v.outcome.property or ''}: {v.depth} steps -> {v.trace_path}")
-            if v.note:
-                err.print(f"  note: {v.note}")
+        from harness.present import violation_lines
+
+        for i, v in enumerate(result.violations):  # on stdout: each trace inline, its VIOLATION line last
+            _print_lines(([Text("")] if i else []) + violation_lines(model, v))
     elif result.engine == "z3":
         err.print(f"[green]no violation[/green] of {', '.join(result.stats['properties'])} within {result.stats['depth']} "
                   "abstract steps")
@@ -260,8 +261,6 @@ def _print_result(model, result) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def replay_cmd(trace_path: str, as_json: bool) -> None:
     """Re-execute TRACE from the model's initial state; exit 0 if it reproduces as recorded."""
-    from rich.text import Text  # text from the trace file is printed as Text: never read as markup or emoji codes
-
     from harness.replay import replay
     from harness.trace import read_trace
 
@@ -278,21 +277,64 @@ def replay_cmd(trace_path: str, as_json: bool) -> None:
 
 @cli.command("show")
 @click.argument("trace_path", metavar="TRACE")
-def show_cmd(trace_path: str) -> None:
-    """Print TRACE as a table: the first state, then only the variables each step changes."""
-    from rich.text import Text  # text from the trace file is printed as Text: never read as markup or emoji codes
+@click.option("--step", type=click.IntRange(min=0), default=None, help="only this step, with the whole state")
+@click.option("--fields", "patterns", multiple=True, metavar="PATTERN",
+              help="only fields whose path matches (glob: * and ?; brackets literal), e.g. 'brokers[2].*'")
+@click.option("--full", is_flag=True, help="the whole state at every step")
+@click.option("--json", "as_json", is_flag=True, help="the same content as one JSON object")
+def show_cmd(trace_path: str, step: int | None, patterns: tuple, full: bool, as_json: bool) -> None:
+    """Print TRACE step by step: the first state, then the fields each action changes (a table on a
+    terminal when it fits, else one line per field). Also reads `prove`'s CTI files."""
+    from harness.present import rendered, selection, view_json, view_of
+    from harness.trace import read_shown
 
-    from harness.replay import show_rows
+    view = view_of(read_shown(trace_path))
+    sel = selection(view, step, patterns, full)
+    if as_json:
+        print(json.dumps(view_json(view, sel), indent=1))
+    else:
+        _print_lines(rendered(view, sel, out.width if out.is_terminal else None))
+
+
+def _print_lines(lines) -> None:
+    for line in lines:
+        out.print(line)
+
+
+@cli.command("diff")
+@click.argument("trace_a", metavar="A")
+@click.argument("trace_b", metavar="B")
+@click.option("--json", "as_json", is_flag=True)
+def diff_cmd(trace_a: str, trace_b: str, as_json: bool) -> None:
+    """Compare two traces of one spec and config: where they first differ (step, both actions, the fields
+    that differ), their lengths and outcomes. Exit 0 if identical, 1 if they differ, 2 if not comparable."""
+    from harness.present import compare, compare_lines
     from harness.trace import read_trace
 
-    trace = read_trace(trace_path)
-    m = trace.meta
-    out.print(Text.assemble((m["spec"], "bold"), f" config={m.get('preset')} mutation={m.get('mutation')} "
-                            f"engine={m.get('engine')} outcome={m['outcome']['kind']} {m['outcome'].get('property') or ''}"))
-    table = Table("step", "action", "changes", show_lines=True)
-    for row in show_rows(trace):
-        table.add_row(*map(Text, row))
-    out.print(table)
+    result = compare(read_trace(trace_a), read_trace(trace_b))
+    if as_json:
+        print(json.dumps(result, indent=1))
+    else:
+        _print_lines(compare_lines(result))
+    sys.exit(0 if result["identical"] else 1)
+
+
+@cli.command("describe")
+@click.argument("spec_name", metavar="SPEC")
+@click.option("--config", "preset", default=None, help="named preset (default: the spec's default)")
+@click.option("--json", "as_json", is_flag=True)
+def describe_cmd(spec_name: str, preset: str | None, as_json: bool) -> None:
+    """SPEC in full at one config: each parameter's value, meaning and range; rules (who acts, fair,
+    parameters, in this config or not); properties with their statements; variants; mutations; expected
+    violations."""
+    from harness.present import describe, describe_lines
+    from harness.registry import load_spec
+
+    data = describe(load_spec(spec_name), preset)
+    if as_json:
+        print(json.dumps(data, indent=1))
+    else:
+        _print_lines(describe_lines(data))
 
 
 @cli.command("graph")

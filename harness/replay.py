@@ -1,4 +1,4 @@
-"""Replay a trace against the model, and show it as a table of changes.
+"""Replay a trace against the model (harness/present.py shows it).
 
 Replay re-executes the recorded actions from the model's initial states: each step's action must be
 enabled and yield exactly the recorded next state; at the end the recorded outcome must reproduce
@@ -95,18 +95,3 @@ def _check_lasso(trace: Trace) -> ReplayReport | None:
         return ReplayReport(False, trace.loop, f"the trigger of {prop.name} never holds before the loop", trace.loop)
     return None
 
-
-def show_rows(trace: Trace) -> list[tuple[str, str, str]]:
-    """(step, action, changed variables) rows: the first state in full, then only the changes."""
-    model = trace.model
-    rows = []
-    prev = None
-    for i, (s, a) in enumerate(zip(trace.states, trace.actions)):
-        if prev is None:
-            changes = [f"{n} = {v}" for n, v in model.schema.leaves(s, "")]
-        else:
-            changes = [f"{n}: {x} -> {y}" for n, (x, y) in diff_states(model, prev, s).items()]
-        marker = " (loop start)" if trace.loop == i else ""
-        rows.append((f"{i}{marker}", "init" if a is None else str(a), "\n".join(changes) or "(no change)"))
-        prev = s
-    return rows

@@ -35,74 +35,69 @@ MAX_TRACE_BYTES = 64 * 2**20  # the largest committed trace is 132 KB; room for 
 MAX_NESTING = 64  # committed traces nest 11 deep; json.loads recurses once per level (RecursionError near 1000)
 MAX_STRING_CHARS = 4096  # names, descriptions and notes: the longest committed string has 239 characters
 
-TRACE_SCHEMA = {
-    "type": "object",
-    "required": ["#meta", "vars", "states"],
-    "additionalProperties": False,
-    "properties": {
-        "#meta": {
+
+def _closed(required: list[str], properties: dict) -> dict:
+    """A JSON Schema object with these keys and no others."""
+    return {"type": "object", "required": required, "additionalProperties": False, "properties": properties}
+
+
+# `#meta` keys of every file the harness writes: traces and counterexamples to induction.
+_COMMON_META = {"format": {"const": FORMAT}, "format-description": {"type": "string"}, "description": {"type": "string"},
+                "spec": {"type": "string"}, "mutation": {"type": "string"}}
+TRACE_SCHEMA = _closed(["#meta", "vars", "states"], {
+    "#meta": _closed(["format", "spec", "config", "config_digest", "outcome", "harness_version"], {
+        **_COMMON_META,
+        "config": {"type": "object"},
+        "config_digest": {"type": "string"},
+        "preset": {"type": ["string", "null"]},
+        "variant": {"type": "object", "additionalProperties": {"type": ["string", "boolean", "integer"]}},
+        "engine": {"type": "string"},
+        "seed": {"type": ["integer", "null"]},
+        "harness_version": {"type": "string"},
+        "length": {"type": "integer", "minimum": 0},
+        "outcome": {
             "type": "object",
-            "required": ["format", "spec", "config", "config_digest", "outcome", "harness_version"],
+            "required": ["kind"],
             "additionalProperties": False,
             "properties": {
-                "format": {"const": FORMAT},
-                "format-description": {"type": "string"},
-                "description": {"type": "string"},
-                "spec": {"type": "string"},
-                "config": {"type": "object"},
-                "config_digest": {"type": "string"},
-                "preset": {"type": ["string", "null"]},
-                "mutation": {"type": "string"},
-                "variant": {"type": "object", "additionalProperties": {"type": ["string", "boolean", "integer"]}},
-                "engine": {"type": "string"},
-                "seed": {"type": ["integer", "null"]},
-                "harness_version": {"type": "string"},
-                "length": {"type": "integer", "minimum": 0},
-                "outcome": {
+                "kind": {"enum": ["none", "invariant", "deadlock", "liveness"]},
+                "property": {"type": ["string", "null"]},
+                "statement": {"type": "string"},  # the property's docstring
+                "reason": {"type": "string"},  # what fails, where the property says
+            },
+        },
+        "why": {"type": "string"},  # the corpus's explanation of a committed trace
+        "note": {"type": "string"},  # an engine's remark on a violation
+    }),
+    "vars": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    "states": {
+        "type": "array",
+        "minItems": 1,
+        "items": {
+            "type": "object",
+            "required": ["#meta"],
+            "properties": {
+                "#meta": {
                     "type": "object",
-                    "required": ["kind"],
+                    "required": ["index"],
                     "additionalProperties": False,
                     "properties": {
-                        "kind": {"enum": ["none", "invariant", "deadlock", "liveness"]},
-                        "property": {"type": ["string", "null"]},
-                        "statement": {"type": "string"},  # the property's docstring
-                        "reason": {"type": "string"},  # what fails, where the property says
-                    },
-                },
-                "why": {"type": "string"},  # the corpus's explanation of a committed trace
-                "note": {"type": "string"},  # an engine's remark on a violation
-            },
-        },
-        "vars": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "states": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "required": ["#meta"],
-                "properties": {
-                    "#meta": {
-                        "type": "object",
-                        "required": ["index"],
-                        "additionalProperties": False,
-                        "properties": {
-                            "index": {"type": "integer"},
-                            "action": {
-                                "type": "object",
-                                "required": ["rule", "params"],
-                                "additionalProperties": False,
-                                "properties": {"rule": {"type": "string"},
-                                               "params": {"type": "object", "additionalProperties": {"type": "integer"}},
-                                               "label": {"type": "string"}},  # for people; replay reads params
-                            },
+                        "index": {"type": "integer"},
+                        "action": {
+                            "type": "object",
+                            "required": ["rule", "params"],
+                            "additionalProperties": False,
+                            "properties": {"rule": {"type": "string"},
+                                           "params": {"type": "object", "additionalProperties": {"type": "integer"}},
+                                           "label": {"type": "string"}},  # for people; replay reads params
                         },
-                    }
-                },
+                    },
+                }
             },
         },
-        "loop": {"type": "integer", "minimum": 0},
     },
-}
+    "loop": {"type": "integer", "minimum": 0},
+})
 TRACE_VALIDATOR = jsonschema.validators.validator_for(TRACE_SCHEMA)(TRACE_SCHEMA)  # checked once, not per file
 
 
@@ -130,14 +125,15 @@ class Trace:
 
 
 def outcome_document(model: Model, outcome: Outcome, last: tuple) -> dict:
-    """The outcome with the property's statement and, for an invariant, the reason it gives at `last`."""
+    """The outcome with the property's statement and, for an invariant, the reason it gives at `last`; each
+    folded to one line (a docstring's line breaks would make the trace unreadable: see Input limits)."""
     doc = outcome.to_json()
     statement = model.statement(outcome.property) if outcome.property else None
     if statement:
-        doc["statement"] = statement
+        doc["statement"] = " ".join(statement.split())
     reason = model.explain(outcome.property, last) if outcome.kind == "invariant" else None
     if reason:
-        doc["reason"] = reason
+        doc["reason"] = " ".join(reason.split())
     return doc
 
 
@@ -205,9 +201,19 @@ def trace_filename(model: Model, outcome: Outcome, engine: str) -> str:
 def read_trace(path: str | Path) -> Trace:
     """Load and fully validate a trace; BadInput (exit 2) if it is malformed or foreign, with one line
     naming the file."""
+    return _read(path, lambda doc, p: _decode_trace(doc, p))
+
+
+def read_shown(path: str | Path) -> "Trace | Cti":
+    """What `show` reads: a trace, or a prover's counterexample to induction (`#meta.kind == "cti"`),
+    within the same limits and with the same one-line refusals as `read_trace`."""
+    return _read(path, lambda doc, p: _decode_cti(doc, p) if _is_cti(doc) else _decode_trace(doc, p))
+
+
+def _read(path: str | Path, decode) -> Any:
     p = Path(path)
     try:
-        return _decode_trace(_parse_json(_read_text(p)), str(p))
+        return decode(_parse_json(_read_text(p)), str(p))
     except BadInput as exc:
         raise BadInput(f"{one_line(str(p))}: {one_line(str(exc))}") from None
 
@@ -234,6 +240,8 @@ def _read_text(p: Path) -> str:
             data = f.read(MAX_TRACE_BYTES + 1)  # bounded even if the file grows meanwhile
     except OSError as exc:
         raise BadInput(f"cannot read trace: {exc.strerror or exc}") from None
+    except ValueError:  # os.stat of a path holding a NUL byte
+        raise BadInput("cannot read trace: the path holds a NUL byte") from None
     if len(data) > MAX_TRACE_BYTES:
         raise BadInput(f"larger than {MAX_TRACE_BYTES:,} bytes (limit)")
     try:
@@ -316,7 +324,7 @@ def _check_string(text: str, path: tuple, what: str) -> None:
 def _decode_trace(doc: Any, path: str) -> Trace:
     from harness.registry import load_spec  # the registry imports specs; keep trace.py light
 
-    if isinstance(doc, dict) and isinstance(doc.get("#meta"), dict) and doc["#meta"].get("kind") == "cti":
+    if _is_cti(doc):
         raise BadInput("a counterexample to induction (two symbolic states), not a run of the model; "
                        "`check --engine z3` gives a replayable trace")
     error = jsonschema.exceptions.best_match(TRACE_VALIDATOR.iter_errors(doc))
@@ -363,3 +371,83 @@ def _decode_trace(doc: Any, path: str) -> Trace:
     if outcome.kind == "liveness" and outcome.property not in spec.liveness:
         raise BadInput(f"spec {spec.name!r} has no liveness property {shown(outcome.property)}")
     return Trace(path, meta, spec, model, states, actions, outcome, loop)
+
+
+# ------------------------------------------------------------------------- counterexamples to induction
+# `prove` writes each CTI as two ITF states over the spec's symbolic state (engines/z3prove.py `cti_itf`):
+# broker sets as `#set`, epochs as integers, flags as booleans. `show` reads them (as data, within the
+# limits above); `replay` refuses them, since they are not runs of the model.
+
+_CTI_INT = {"type": "integer"}
+_CTI_SET = {"type": "object", "required": ["#set"], "additionalProperties": False,
+            "properties": {"#set": {"type": "array", "items": _CTI_INT, "maxItems": 64}}}
+_CTI_VALUE = {"oneOf": [_CTI_INT, {"type": "boolean"}, _CTI_SET]}
+CTI_SCHEMA = _closed(["#meta", "vars", "states"], {
+    "#meta": _closed(["spec", "kind", "rule", "property", "brokers", "params", "reachability"], {
+        **_COMMON_META,
+        "kind": {"const": "cti"},
+        "rule": {"type": "string"},
+        "property": {"type": "string"},
+        "brokers": {"type": "integer", "minimum": 1, "maximum": 64},
+        "params": {"type": "object", "maxProperties": 64, "additionalProperties": {
+            "oneOf": [_CTI_INT, {"type": "boolean"}, {"type": "array", "items": _CTI_INT, "maxItems": 64}]}},
+        "reachability": {"type": "string"},
+        "reachable_depth": {"type": ["integer", "null"]},
+    }),
+    "vars": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 64, "uniqueItems": True},
+    "states": {
+        "type": "array", "minItems": 2, "maxItems": 2,
+        "items": {"type": "object", "required": ["#meta"],
+                  "properties": {"#meta": _closed(["index"], {"index": {"type": "integer"}})},
+                  "additionalProperties": _CTI_VALUE},
+    },
+})
+CTI_VALIDATOR = jsonschema.validators.validator_for(CTI_SCHEMA)(CTI_SCHEMA)
+
+
+@dataclass
+class Cti:
+    """A counterexample to induction: a pre-state satisfying the properties, a step of `rule` with
+    `params`, and a post-state violating `property`; values as read (ints, booleans, sets as lists)."""
+
+    path: str
+    meta: dict
+    spec: Spec
+    vars: list[str]
+    states: list[dict[str, Any]]  # pre, post: var -> value
+
+    @property
+    def rule(self) -> str:
+        return self.meta["rule"]
+
+    @property
+    def property(self) -> str:
+        return self.meta["property"]
+
+
+def _is_cti(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("#meta"), dict) and doc["#meta"].get("kind") == "cti"
+
+
+def _decode_cti(doc: Any, path: str) -> Cti:
+    from harness.registry import load_spec
+
+    error = jsonschema.exceptions.best_match(CTI_VALIDATOR.iter_errors(doc))
+    if error is not None:
+        raise BadInput(f"not a counterexample to induction of this harness ({_where(error.absolute_path)}: "
+                       f"{one_line(error.message, 120)})")
+    meta = doc["#meta"]
+    spec = load_spec(meta["spec"])
+    if meta["property"] not in spec.invariants:
+        raise BadInput(f"spec {spec.name!r} has no property {shown(meta['property'])}")
+    if meta.get("mutation", "none") not in ("none", *spec.mutations):
+        raise BadInput(f"spec {spec.name!r} has no mutation {shown(meta['mutation'])}")
+    states = []
+    for i, raw in enumerate(doc["states"]):
+        if raw["#meta"]["index"] != i:
+            raise BadInput(f"state {i} has index {raw['#meta']['index']}")
+        values = {k: v for k, v in raw.items() if k != "#meta"}
+        if values.keys() != set(doc["vars"]):
+            raise BadInput(f"state {i}: its variables {shown(list(values))} are not {shown(doc['vars'])}")
+        states.append({k: values[k]["#set"] if isinstance(values[k], dict) else values[k] for k in doc["vars"]})
+    return Cti(path, meta, spec, list(doc["vars"]), states)

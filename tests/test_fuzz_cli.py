@@ -129,6 +129,8 @@ VALUES: dict[str, tuple[list, list]] = {
     "--brokers": (["1", "2", "16"], ["0", "17", "-1", "99999999999999999999", "1.0"]),
     "--property": (PROPERTIES, ["bogus", "isrsubsetofreplicas"]),
     "--spec": (list(SPECS), BOGUS_SPECS),
+    "--step": (["0", "1", "2"], NUMBERS_BAD[1:] + NUMBERS_HUGE),
+    "--fields": (["hwm", "log[*]", "brokers[1].*", "*", "partition"], ["nope", "[", "**[", "brokers[99]"]),
 }
 
 # Failures found by this fuzzer outside its owner's files, kept out of the vocabulary until fixed
@@ -136,10 +138,8 @@ VALUES: dict[str, tuple[list, list]] = {
 # * `graph example --out /nonexistent/x.dot`, `graph example --out /`: a FileNotFoundError or
 #   IsADirectoryError traceback from graph.write (harness/cli.py graph_cmd). The tail gives `graph`
 #   a writable `--out`, so the vocabulary never reaches it.
-# * `replay 'good.itf.json\x00'` (in-process only: a shell cannot pass a NUL byte): ValueError
-#   "embedded null byte" escapes read_trace (harness/trace.py). NUL bytes are dropped from replay and
-#   show lines (`NO_NUL_COMMANDS`).
-NO_NUL_COMMANDS = ("replay", "show")
+# (Fixed: `replay 'good.itf.json\x00'`, a ValueError "embedded null byte" escaping read_trace.)
+TRACE_COMMANDS = ("replay", "show", "diff")  # their arguments are trace files
 
 
 def _ints_text(f) -> list[str]:
@@ -230,7 +230,7 @@ def junk_item(draw) -> list[str]:
 
 
 def positional_pool(command: str) -> list[str]:
-    return TRACES if command in ("replay", "show") else list(SPECS) + BOGUS_SPECS
+    return TRACES if command in TRACE_COMMANDS else list(SPECS) + BOGUS_SPECS
 
 
 BIG_SPECS = {name for name, s in SPECS.items() if name != "example"}
@@ -283,10 +283,10 @@ def command_lines(draw) -> list[str]:
     if takes_arg:
         pool = positional_pool(command)
         if valid:
-            good = ["good.itf.json", "kraft.itf.json"] if command in ("replay", "show") else \
+            good = ["good.itf.json", "kraft.itf.json"] if command in TRACE_COMMANDS else \
                 ["kraft"] if command == "prove" else list(SPECS)
             spec = draw(st.sampled_from(good))
-            args = [spec]
+            args = [spec, draw(st.sampled_from(good))] if command == "diff" else [spec]
         else:
             args = draw(st.lists(st.sampled_from(pool), max_size=2))  # missing, one, or two
             spec = args[0] if args else None
@@ -297,8 +297,7 @@ def command_lines(draw) -> list[str]:
         items = draw(st.lists(pieces, max_size=6))
     middle = [t for item in items for t in item]
     where = draw(st.integers(0, len(middle))) if not valid else 0  # the argument among the options
-    line = [command] + middle[:where] + args + middle[where:] + tail(draw, command, spec, valid)
-    return [t.replace("\x00", "") for t in line] if command in NO_NUL_COMMANDS else line
+    return [command] + middle[:where] + args + middle[where:] + tail(draw, command, spec, valid)
 
 
 # ------------------------------------------------------------------------------------- fixtures

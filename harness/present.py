@@ -1,0 +1,489 @@
+"""How counterexamples and specs read: what `check` prints for a violation, `show`, `diff` and `describe`.
+
+A run (a trace file, or a violation an engine has just found) becomes a `View`: a header naming what
+was checked, one `Step` per state (the action as people read it, the state's fields, what the action
+changed) and closing lines (the lasso, the corpus's note, the property's statement and the reason it
+gives). A prover's counterexample to induction becomes a view of two steps, pre and post. A view is
+rendered as plain lines, which never cut a field path or a value whatever the terminal's width, as a
+rich table when stdout is a terminal and the table fits, or as JSON (the same content).
+
+Every string may come from a file: the CLI prints what these functions return as rich `Text` (or
+plain text), never as markup. Nothing here runs code from a file: traces are read by harness/trace.py.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from rich.cells import cell_len
+from rich.table import Column, Table
+from rich.text import Text
+
+from harness.errors import BadInput
+from harness.itf import shown
+from harness.model import Model, Spec, config_digest, config_to_dict, range_text, variant_of
+from harness.replay import diff_states
+from harness.trace import Cti, Outcome, Trace
+
+
+@dataclass
+class Step:
+    index: int
+    label: str  # "init", or the action through its rule's formats
+    rule: str | None = None
+    params: dict = field(default_factory=dict)  # raw parameters, as replay reads them
+    fields: dict[str, str] = field(default_factory=dict)  # every field of the state: path -> value as shown
+    changes: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after) the action
+    note: str = ""  # "loop starts here", ...
+
+
+@dataclass
+class View:
+    kind: str  # "trace" | "cti"
+    header: dict  # what was checked, JSON-ready
+    title: str  # the header line
+    steps: list[Step]
+    closing: list[tuple[str, str]]  # (key, text), printed last: lasso, why, note, reachability, statement, reason
+
+
+# ------------------------------------------------------------------------------------ building views
+
+def run_steps(model: Model, states: list[tuple], actions: list, loop: int | None = None) -> list[Step]:
+    """The steps of a run: each state's fields and what its action changed."""
+    steps = []
+    for i, (state, action) in enumerate(zip(states, actions)):
+        step = Step(i, "init") if action is None else Step(i, model.format_action(action), action.rule, dict(action.params))
+        step.fields = dict(model.schema.leaves(state, ""))
+        if i:
+            step.changes = diff_states(model, states[i - 1], state)
+        steps.append(step)
+    if loop is not None and 0 <= loop < len(steps):
+        steps[loop].note = "loop starts here"
+        if loop < len(steps) - 1:
+            steps[-1].note = f"back to state {loop}: the loop closes"
+    return steps
+
+
+def _guarded(compute: Callable[[], Any]) -> Any:
+    """A property or rule evaluated on a state read from a file: a well-typed state that no run reaches
+    (an edited trace) may break a spec's assumptions, and `show` must still print the file."""
+    try:
+        return compute()
+    except Exception:  # noqa: BLE001 - spec code on an arbitrary state; the view goes without this line
+        return None
+
+
+def fair_rules_enabled(model: Model, state: tuple) -> list[str]:
+    """The fair rules (weak fairness, as the graph engine reads `model.fair_rules`) enabled in `state`."""
+    enabled = {model.rule_names[model.action_rule[index]] for index, _ in model.successors(state)}
+    return [r for r in model.fair_rules if r in enabled]
+
+
+def lasso_text(model: Model, states: list[tuple], loop: int | None) -> str | None:
+    """Which state repeats forever, from where; for a stuttering lasso, whether that is fair."""
+    if loop is None:
+        return None
+    last = len(states) - 1
+    if loop < last:
+        return f"from state {loop}, steps {loop + 1}..{last} repeat forever (state {last} is state {loop} again)"
+    enabled = _guarded(lambda: fair_rules_enabled(model, states[last]))
+    why = ("stuttering: no fair rule is enabled in state {n}" if enabled == [] else
+           "stuttering, although fair rule(s) {r} are enabled in state {n}: weak fairness would take one"
+           if enabled else "stuttering")
+    return f"from state {last}, state {last} repeats forever ({why.format(n=last, r=', '.join(enabled or ()))})"
+
+
+def outcome_of(model: Model, outcome: Outcome, last: tuple, recorded: dict | None = None) -> dict:
+    """The outcome with the property's statement and the reason it gives at the last state: as the trace
+    records them, else from the model (older traces record neither)."""
+    doc = {"kind": outcome.kind, "property": outcome.property, **(recorded or {})}
+    prop = property_name(outcome.kind, outcome.property)
+    if not doc.get("statement") and prop:
+        statement = model.statement(prop)
+        if statement:
+            doc["statement"] = folded(statement)
+    if not doc.get("reason") and outcome.kind == "invariant":
+        reason = _guarded(lambda: model.explain(outcome.property, last))
+        if reason:
+            doc["reason"] = folded(reason)
+    return doc
+
+
+def property_name(kind: str, prop: str | None) -> str | None:
+    """The property an outcome is about: deadlock freedom is `Deadlock` (as `Model.statement` names it)."""
+    return prop or ("Deadlock" if kind == "deadlock" else None)
+
+
+def folded(text: str) -> str:
+    """A docstring or message on one line."""
+    return " ".join(text.split())
+
+
+def run_closing(model: Model, states: list[tuple], loop: int | None, outcome: dict, extra: Iterable[tuple] = ()) -> list:
+    """The closing lines of a run: lasso, notes, then the property's statement and the reason."""
+    closing = []
+    lasso = lasso_text(model, states, loop)
+    if lasso:
+        closing.append(("lasso", lasso))
+    closing += [(k, v) for k, v in extra if v]
+    if outcome.get("statement"):
+        closing.append(("statement", f"{property_name(outcome['kind'], outcome.get('property'))}: {outcome['statement']}"))
+    if outcome.get("reason"):
+        closing.append(("reason", outcome["reason"]))
+    return closing
+
+
+def _variants_text(variant: dict) -> str:
+    return ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in variant.items()) or "-"
+
+
+def trace_view(trace: Trace) -> View:
+    model, meta = trace.model, trace.meta
+    outcome = outcome_of(model, trace.outcome, trace.states[-1], meta["outcome"])
+    variant = variant_of(trace.spec, model.config)
+    header = {"kind": "trace", "file": trace.path, "spec": trace.spec.name, "config": meta.get("preset"),
+              "config_digest": meta["config_digest"], "variant": variant, "mutation": model.config.mutation,
+              "engine": meta.get("engine"), "seed": meta.get("seed"), "outcome": outcome,
+              "length": len(trace.states) - 1, "loop": trace.loop}
+    what = trace.outcome.kind if trace.outcome.kind in ("none", "deadlock") else \
+        f"{trace.outcome.kind} {trace.outcome.property}"
+    title = (f"{trace.spec.name}  config={meta.get('preset')}  variants={_variants_text(variant)}  "
+             f"mutation={model.config.mutation}  engine={meta.get('engine')}  "
+             f"outcome={what} ({len(trace.states) - 1} steps{', lasso' if trace.loop is not None else ''})")
+    steps = run_steps(model, trace.states, trace.actions, trace.loop)
+    closing = run_closing(model, trace.states, trace.loop, outcome, [("why", meta.get("why")), ("note", meta.get("note"))])
+    return View("trace", header, title, steps, closing)
+
+
+def _cti_value(v: Any) -> str:
+    if isinstance(v, list):
+        return "{" + ",".join(map(str, v)) + "}"
+    return str(v)
+
+
+def cti_view(cti: Cti) -> View:
+    meta = cti.meta
+    pre, post = ({k: _cti_value(v) for k, v in s.items()} for s in cti.states)
+    label = f"{cti.rule}(" + ", ".join(f"{k}={_cti_value(v)}" for k, v in meta["params"].items()) + ")"
+    steps = [Step(0, "pre-state", fields=pre, note="the properties hold"),
+             Step(1, label, cti.rule, dict(meta["params"]), post, {k: (pre[k], post[k]) for k in cti.vars if pre[k] != post[k]},
+                  note=f"post-state: breaks {cti.property}")]
+    statement = folded(cti.spec.invariant_docs.get(cti.property, ""))
+    header = {"kind": "cti", "file": cti.path, "spec": cti.spec.name, "mutation": meta.get("mutation", "none"),
+              "rule": cti.rule, "property": cti.property, "brokers": meta["brokers"], "params": meta["params"],
+              "reachability": meta["reachability"], "reachable_depth": meta.get("reachable_depth")}
+    title = (f"{cti.spec.name}  counterexample to induction ({meta['brokers']} brokers, symbolic state)  "
+             f"mutation={header['mutation']}  rule={cti.rule}  breaks {cti.property}")
+    closing = [("reachability", meta["reachability"])]
+    if statement:
+        closing.append(("statement", f"{cti.property}: {statement}"))
+    return View("cti", header, title, steps, closing)
+
+
+def view_of(document: Trace | Cti) -> View:
+    return cti_view(document) if isinstance(document, Cti) else trace_view(document)
+
+
+# ------------------------------------------------------------------------------------ selecting
+
+def field_matcher(patterns: Iterable[str]) -> Callable[[str], bool] | None:
+    """Field paths chosen by glob patterns: `*` any characters, `?` one, anything else literal (brackets
+    too: paths hold them, `brokers[2].*`). A pattern naming a record or map selects what is inside it
+    (`brokers[2]`, `budget`). None: every field."""
+    patterns = list(patterns)
+    if not patterns:
+        return None
+    regexes = [re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in p)) for p in patterns]
+
+    def matches(path: str) -> bool:
+        prefixes = [path[:m.start()] for m in re.finditer(r"[.\[]", path)] + [path]
+        return any(r.fullmatch(p) for r in regexes for p in prefixes)
+
+    return matches
+
+
+@dataclass
+class Selection:
+    """What to print of a view: one step or all, which fields, whole states or changes."""
+
+    step: int | None = None
+    fields: Callable[[str], bool] | None = None
+    full: bool = False
+    initial: bool = True  # the first state in full (show), or only its label (check's inline trace)
+
+    def steps(self, view: View) -> list[Step]:
+        return view.steps if self.step is None else [view.steps[self.step]]
+
+    def whole(self, step: Step) -> bool:
+        return self.full or self.step is not None or (step.index == 0 and self.initial)
+
+    def keep(self, path: str) -> bool:
+        return self.fields is None or self.fields(path)
+
+
+def selection(view: View, step: int | None = None, patterns: Iterable[str] = (), full: bool = False) -> Selection:
+    """A checked selection: the step exists, each pattern names some field (else BadInput: exit 2)."""
+    if step is not None and not 0 <= step < len(view.steps):
+        raise BadInput(f"--step {step}: the trace has steps 0..{len(view.steps) - 1}")
+    paths = {p for s in view.steps for p in s.fields}
+    for pattern in patterns:
+        matcher = field_matcher([pattern])
+        if not any(matcher(p) for p in paths):
+            example = ", ".join(list(view.steps[0].fields)[:2])
+            raise BadInput(f"--fields {shown(pattern)}: matches no field of this trace (fields read like {example})")
+    return Selection(step, field_matcher(patterns), full)
+
+
+def field_lines(step: Step, sel: Selection) -> list[tuple[str, str, str | None]]:
+    """(path, value, previous value or None) of the fields a selection prints for one step."""
+    if sel.whole(step):
+        rows = [(p, v, step.changes[p][0] if p in step.changes else None) for p, v in step.fields.items()]
+        rows += [(p, after, before) for p, (before, after) in step.changes.items() if p not in step.fields]
+    else:
+        rows = [(p, after, before) for p, (before, after) in step.changes.items()]
+    return [r for r in rows if sel.keep(r[0])]
+
+
+# ------------------------------------------------------------------------------------ rendering
+
+def _field_text(path: str, value: str, before: str | None) -> str:
+    return f"{path}: {before} -> {value}" if before is not None else f"{path} = {value}"
+
+
+def step_lines(view: View, sel: Selection) -> list[Text]:
+    lines = []
+    for step in sel.steps(view):
+        head = Text.assemble((f"step {step.index}", "bold"), "  ", step.label)
+        if step.note:
+            head.append(f"  ({step.note})", "cyan")
+        if step.index == 0 and not sel.whole(step):
+            head.append("  (the config's initial state; `show TRACE --step 0` prints it)", "dim")
+        lines.append(head)
+        for path, value, before in field_lines(step, sel):
+            lines.append(Text("  " + _field_text(path, value, before), "yellow" if before is not None else ""))
+    return lines
+
+
+def closing_lines(view: View) -> list[Text]:
+    return [Text.assemble((f"{'property' if key == 'statement' else key}: ", "bold"), text) for key, text in view.closing]
+
+
+def view_lines(view: View, sel: Selection) -> list[Text]:
+    """The plain layout: header, steps, closing lines. Nothing is cut, whatever the width."""
+    return [Text(view.title, "bold"), *step_lines(view, sel), *closing_lines(view)]
+
+
+def view_table(view: View, sel: Selection, width: int) -> Table | None:
+    """The steps as a table (step, action, fields) if it fits `width` columns without cutting or
+    wrapping anything; None otherwise (then the plain layout is used)."""
+    rows = []
+    for step in sel.steps(view):
+        cells = [_field_text(*f) for f in field_lines(step, sel)]
+        label = step.label + (f"\n({step.note})" if step.note else "")
+        rows.append((str(step.index), label, "\n".join(cells) or "(no change)"))
+    widths = [max((cell_len(line) for row in rows for line in row[c].split("\n")), default=0) for c in range(3)]
+    widths = [max(w, len(h)) for w, h in zip(widths, ("step", "action", "fields"))]
+    if sum(widths) + 3 * len(widths) + 1 > width:  # one space each side of a cell, and the column rules
+        return None
+    table = Table(*(Column(h, overflow="fold") for h in ("step", "action", "fields")), show_lines=True)
+    for row in rows:
+        table.add_row(*map(Text, row))
+    return table
+
+
+def rendered(view: View, sel: Selection, terminal_width: int | None) -> list:
+    """What `show` prints: on a terminal, the steps as a table when it fits (changes only: --step and
+    --full list whole states, one line per field); otherwise, and elsewhere, the plain layout."""
+    table = view_table(view, sel, terminal_width) if terminal_width and sel.step is None and not sel.full else None
+    if table is None:
+        return view_lines(view, sel)
+    return [Text(view.title, "bold"), table, *closing_lines(view)]
+
+
+def view_json(view: View, sel: Selection) -> dict:
+    steps = []
+    for step in sel.steps(view):
+        entry: dict[str, Any] = {"index": step.index, "action": step.label, "rule": step.rule, "params": step.params}
+        if step.note:
+            entry["note"] = step.note
+        entry["changes"] = [{"field": p, "before": b, "after": a} for p, (b, a) in step.changes.items() if sel.keep(p)]
+        if sel.whole(step):
+            entry["state"] = {p: v for p, v in step.fields.items() if sel.keep(p)}
+        steps.append(entry)
+    return {**view.header, "steps": steps, "closing": {key: text for key, text in view.closing}}
+
+
+# ------------------------------------------------------------------------------------ check
+
+def replay_command(path: str) -> str:
+    return f"python -m harness replay {shlex.quote(path)}"
+
+
+def violation_lines(model: Model, violation) -> list[Text]:
+    """What `check` prints on stdout for one violation: the trace in the compact changed-fields form,
+    the property's statement and the reason, and last the VIOLATION line and the replay command."""
+    outcome = outcome_of(model, violation.outcome, violation.states[-1])
+    view = View("trace", {}, "", run_steps(model, violation.states, violation.actions, violation.loop),
+                run_closing(model, violation.states, violation.loop, outcome, [("note", violation.note)]))
+    prop = property_name(violation.outcome.kind, violation.outcome.property)
+    lasso = ", lasso" if violation.loop is not None else ""
+    return [*step_lines(view, Selection(initial=False)), *closing_lines(view),
+            Text.assemble(("VIOLATION", "bold red"), f" {prop} ({violation.depth} steps{lasso}): {violation.trace_path}"),
+            Text(replay_command(violation.trace_path))]
+
+
+def violation_json(model: Model, violation) -> dict:
+    """One violation of `check --json`: the engine's summary with the property's statement and reason."""
+    outcome = outcome_of(model, violation.outcome, violation.states[-1])
+    return {**violation.to_json(), **{k: outcome[k] for k in ("statement", "reason") if k in outcome}}
+
+
+# ------------------------------------------------------------------------------------ diff
+
+def _run_summary(trace: Trace) -> dict:
+    o = trace.outcome
+    return {"file": trace.path, "length": len(trace.states) - 1, "engine": trace.meta.get("engine"),
+            "outcome": {"kind": o.kind, "property": o.property}, "loop": trace.loop}
+
+
+def _action_at(model: Model, trace: Trace, i: int) -> str | None:
+    if i >= len(trace.states):
+        return None  # the trace has ended
+    return "init" if trace.actions[i] is None else model.format_action(trace.actions[i])
+
+
+def compare(a: Trace, b: Trace) -> dict:
+    """Where two traces of one spec and config first part: the step, both actions, the fields that differ
+    in the states reached. BadInput (exit 2) if they are not of the same spec and config."""
+    if a.spec.name != b.spec.name:
+        raise BadInput(f"not comparable: {a.path} is a trace of spec {a.spec.name}, {b.path} of spec {b.spec.name}")
+    digests = [config_digest(t.model.config) for t in (a, b)]
+    if digests[0] != digests[1]:
+        x, y = (config_to_dict(t.model.config) for t in (a, b))
+        differing = "; ".join(f"{k}: {x[k]} | {y[k]}" for k in x if x[k] != y[k])
+        raise BadInput(f"not comparable: {a.path} and {b.path} are traces of different {a.spec.name} configs ({differing})")
+    model = a.model
+    n = min(len(a.states), len(b.states))
+    first = next((i for i in range(n) if a.actions[i] != b.actions[i] or a.states[i] != b.states[i]), None)
+    if first is None and len(a.states) != len(b.states):
+        first = n
+    result: dict[str, Any] = {"spec": a.spec.name, "config": a.meta.get("preset"), "config_digest": digests[0],
+                              "a": _run_summary(a), "b": _run_summary(b), "first_difference": first}
+    if first is not None:
+        result["actions"] = {side: _action_at(model, t, first) for side, t in (("a", a), ("b", b))}
+        result["fields"] = {p: {"a": x, "b": y} for p, (x, y) in diff_states(model, a.states[first], b.states[first]).items()} \
+            if first < n else {}
+    result["identical"] = first is None and result["a"]["outcome"] == result["b"]["outcome"] and a.loop == b.loop
+    return result
+
+
+def compare_lines(result: dict) -> list[Text]:
+    def run(side: str) -> str:
+        r = result[side]
+        what = r["outcome"]["kind"] + (f" {r['outcome']['property']}" if r["outcome"]["property"] else "")
+        loop = f", loop at {r['loop']}" if r["loop"] is not None else ""
+        return f"{side.upper()}: {r['file']}  ({r['length']} steps, {what}{loop}, engine {r['engine']})"
+
+    lines = [Text(run("a")), Text(run("b"))]
+    first = result["first_difference"]
+    if result["identical"]:
+        lines.append(Text("identical: the same actions, states and outcome", "green"))
+    elif first is None:
+        lines.append(Text("the same actions and states; the outcomes or loops differ (see above)", "yellow"))
+    else:
+        lines.append(Text(f"first difference at step {first}:", "bold"))
+        for side in ("a", "b"):
+            action = result["actions"][side]
+            lines.append(Text(f"  {side.upper()}: {action if action is not None else '(the trace has ended)'}"))
+        if result["fields"]:
+            lines.append(Text(f"fields that differ in state {first} (A | B):", "bold"))
+            lines += [Text(f"  {p}: {v['a']} | {v['b']}") for p, v in result["fields"].items()]
+        elif None not in result["actions"].values():
+            lines.append(Text(f"state {first} is the same on both sides (different actions, same result)"))
+    return lines
+
+
+# ------------------------------------------------------------------------------------ describe
+
+def _first_sentence(doc: str) -> str:
+    """Who acts: the docstring's first sentence (a full stop inside brackets, `[desc. §4.2]`, does not end it)."""
+    text = folded(doc.split("\n\n")[0])
+    depth = 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        elif c in ".!?" and depth == 0 and text[i + 1: i + 2] in ("", " "):
+            return text[: i + 1]
+    return text
+
+
+def _values_text(values: list) -> str:
+    """A parameter domain: `1..3` for consecutive ints, else the values."""
+    if values and all(isinstance(v, int) for v in values) and values == list(range(values[0], values[0] + len(values))):
+        return f"{values[0]}..{values[-1]}" if len(values) > 1 else "{" + str(values[0]) + "}"
+    return "{" + ", ".join(map(str, values)) + "}"
+
+
+def describe(spec: Spec, preset: str | None) -> dict:
+    """One spec in full, at one config: parameters, rules, properties, variants, mutations, expectations."""
+    cfg = spec.config(preset)
+    model = spec.bind(cfg)
+    fields, values = spec.config_fields, config_to_dict(cfg)
+    params = [{"name": n, "value": values[n], "doc": f.metadata.get("doc", ""),
+               "allowed": range_text(f) if {"range", "length"} & set(f.metadata) else None}
+              for n, f in fields.items() if n != "mutation" and "variant" not in f.metadata]
+    variants = [{"name": n, "value": getattr(cfg, n), "choices": list(f.metadata["variant"]), "doc": f.metadata.get("doc", "")}
+                for n, f in fields.items() if "variant" in f.metadata]
+    rules = [{"name": r.name, "who": _first_sentence(r.doc), "fair": r.fair,
+              "params": {p: _values_text([r.formats[p](cfg, v) if p in r.formats else v for v in d(cfg)])
+                         for p, d in r.domains.items()},
+              "in_config": r.name in model.rule_names} for r in spec.rules]
+    z3 = list(spec.z3_invariants) if spec.symbolic is not None else []
+    invariants = [{"name": n, "statement": folded(model.statement(n) or ""), "z3": n in z3} for n in spec.invariants]
+    liveness = [{"name": n, "statement": folded(p.doc), "trigger": p.trigger is not None} for n, p in spec.liveness.items()]
+    mutations = [{"name": m.name, "rule": m.rule, "removes": m.removes, "caught_at": m.caught_at}
+                 for m in spec.mutations.values()]
+    return {"spec": spec.name, "doc": folded(spec.doc.strip().split("\n\n")[0]), "config": preset or spec.default_preset,
+            "presets": list(spec.presets), "params": params, "variants": variants, "rules": rules,
+            "invariants": invariants, "liveness": liveness, "z3": z3, "mutations": mutations,
+            "expected": dict(spec.expected), "deadlock": spec.deadlock}
+
+
+def describe_lines(d: dict) -> list[Text]:
+    def section(title: str) -> Text:
+        return Text(title, "bold")
+
+    lines = [Text.assemble((d["spec"], "bold"), ": ", d["doc"]),
+             section(f"config {d['config']}") + Text(f"  (presets: {', '.join(d['presets'])})")]
+    for p in d["params"]:
+        allowed = f"; allowed {p['allowed']}" if p["allowed"] else ""
+        lines.append(Text(f"  {p['name']} = {p['value']}  - {p['doc']}{allowed}"))
+    lines.append(section("variants"))
+    for v in d["variants"]:
+        choices = "/".join(str(c).lower() if isinstance(c, bool) else str(c) for c in v["choices"])
+        value = str(v["value"]).lower() if isinstance(v["value"], bool) else v["value"]
+        lines.append(Text(f"  {v['name']} = {value}  (one of {choices})  - {v['doc']}"))
+    if not d["variants"]:
+        lines.append(Text("  -"))
+    lines.append(section("rules") + Text("  (fair: weakly fair, for liveness)"))
+    for r in d["rules"]:
+        params = ", ".join(f"{k} in {v}" for k, v in r["params"].items())
+        marks = (["fair"] if r["fair"] else []) + ([] if r["in_config"] else ["not in this config"])
+        lines.append(Text(f"  {r['name']}({params})" + (f"  [{', '.join(marks)}]" if marks else "") + f"  - {r['who']}"))
+    lines.append(section("invariants") + Text("  ([z3]: also a Z3 form, for prove and --engine z3)" if d["z3"] else ""))
+    for p in d["invariants"]:
+        lines.append(Text(f"  {p['name']}{'  [z3]' if p['z3'] else ''}  - {p['statement'] or '(no statement)'}"))
+    lines.append(section("liveness") + Text("  (under weak fairness of the fair rules; graph engine)"))
+    lines += [Text(f"  {p['name']}  - {p['statement'] or '(no statement)'}") for p in d["liveness"]] or [Text("  -")]
+    lines.append(section("Z3 forms") + Text(f"  {', '.join(d['z3']) if d['z3'] else '- (no symbolic form)'}"))
+    lines.append(section("mutations"))
+    lines += [Text(f"  {m['name']}: weakens {m['rule']}, removes: {m['removes']}; caught at config {m['caught_at']}")
+              for m in d["mutations"]] or [Text("  -")]
+    lines.append(section("expected violations"))
+    lines += [Text(f"  config {p}: {text}") for p, text in d["expected"].items()] or [Text("  -")]
+    return lines
