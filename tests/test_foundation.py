@@ -331,7 +331,9 @@ def test_end_to_end_check_replay_edit_truncate(cli, tmp_path):
     assert code == 1, err
     trace = tmp_path / "example-ci-hwm_ignores_isr-CommittedOnIsr.itf.json"
     doc = load_json(trace)
-    assert doc["#meta"]["outcome"] == {"kind": "invariant", "property": "CommittedOnIsr"}
+    assert doc["#meta"]["outcome"] == {"kind": "invariant", "property": "CommittedOnIsr",
+                                       "statement": "Every ISR member holds every committed record.",
+                                       "reason": "broker 2 is in the ISR with 0 of the 1 committed records"}
     assert doc["#meta"]["config"]["brokers"] == 3 and doc["#meta"]["engine"] == "bfs"
     assert len(doc["states"]) == 3  # shortest: produce, advance_hwm
     assert cli("replay", trace)[0] == 0
