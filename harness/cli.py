@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -383,8 +384,14 @@ def corpus_cmd(out: str, names: tuple) -> None:
     sys.exit(1 if survivors else 0)
 
 
+_exiting = threading.Lock()
+
+
 def _interrupted(exc: Interrupted) -> None:
-    """One line: which signal, what the run had done (partial, not a verdict), then 130 or 143."""
+    """One line: which signal, what the run had done (partial, not a verdict), then 130 or 143. Called
+    by the main thread, or by the interrupt watcher when the main thread lost the exception."""
+    if not _exiting.acquire(blocking=False):
+        return  # the other thread is already saying it
     p = _last_progress
     done = (f"partial: {p['distinct']:,} distinct states, {p['generated']:,} generated, depth {p['depth']}, "
             f"{p['elapsed']:.1f} s" if p else "no figures yet")
@@ -397,7 +404,7 @@ def _interrupted(exc: Interrupted) -> None:
 
 
 def main() -> None:
-    interrupt.install()
+    interrupt.install(last_resort=_interrupted)
     for stream in (sys.stdout, sys.stderr):  # a trace's text on an ASCII terminal: escaped, never a traceback
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -420,6 +427,10 @@ def main() -> None:
     except BrokenPipeError:  # `harness ... | head`: the reader left; exit as a process killed by SIGPIPE would
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(128 + signal.SIGPIPE)
+    except Exception:
+        if interrupt.received():  # a library turned the interrupt into its own error (Py4J: a closed connection)
+            _interrupted(Interrupted(interrupt.last_signal()))
+        raise
 
 
 if __name__ == "__main__":
