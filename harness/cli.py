@@ -101,11 +101,13 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--partitions", type=click.IntRange(min=1), default=None, help="spark: shards (default: cores)")
 @click.option("--checkpoint", default=None, help="spark: checkpoint directory (default under checkpoints/)")
 @click.option("--resume", is_flag=True, help="spark: continue from the checkpoint")
+@click.option("--every-level-on-spark", "spark_levels_only", is_flag=True,
+              help="spark: run small levels on Spark too, not in the driver (to try a cluster on a small model)")
 @click.option("--depth", type=click.IntRange(min=0), default=12, show_default=True,
               help="z3: bound of the bounded model check (abstract steps)")
 def check(spec_name, preset, settings, variants, mutation, engine, out, as_json, seed, exact, no_deadlock,
           max_states, max_depth, time_limit, keep_going, quiet, profile, examples, steps, master, partitions,
-          checkpoint, resume, depth) -> None:
+          checkpoint, resume, spark_levels_only, depth) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation."""
     from harness.check import exit_code, summary, write_counterexamples
     from harness.engines import bfs
@@ -123,7 +125,8 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
         with _progress(quiet, "exploring with Spark ...") as progress:
             result = spark.explore(model, master=master or None, partitions=partitions, checkpoint=checkpoint,
                                    resume=resume, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
-                                   check_deadlock=not no_deadlock, progress=progress)
+                                   check_deadlock=not no_deadlock, progress=progress,
+                                   spark_levels_only=spark_levels_only)
     elif engine == "z3":
         from harness.engines import z3bmc
 

@@ -19,7 +19,8 @@ LONG_RUNS = {
     "graph": ["check", "kraft", "--config", "ci", "--engine", "graph"],
     "z3": ["check", "kraft", "--config", "ci", "--engine", "z3", "--depth", "40"],
     "prove": ["prove", "kraft", "--brokers", "16", "--mutation", "completion_ignores_min_isr", "--depth", "40"],
-    "spark": ["check", "kraft", "--config", "ci", "--engine", "spark", "--master", "local[2]", "--partitions", "2"],
+    "spark": ["check", "kraft", "--config", "ci", "--engine", "spark", "--master", "local[2]", "--partitions", "2",
+              "--every-level-on-spark"],
 }
 
 
