@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -102,11 +103,13 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--partitions", type=click.IntRange(min=1), default=None, help="spark: shards (default: cores)")
 @click.option("--checkpoint", default=None, help="spark: checkpoint directory (default under checkpoints/)")
 @click.option("--resume", is_flag=True, help="spark: continue from the checkpoint")
+@click.option("--every-level-on-spark", "spark_levels_only", is_flag=True,
+              help="spark: run small levels on Spark too, not in the driver (to try a cluster on a small model)")
 @click.option("--depth", type=click.IntRange(min=0), default=12, show_default=True,
               help="z3: bound of the bounded model check (abstract steps)")
 def check(spec_name, preset, settings, variants, mutation, engine, out, as_json, seed, exact, no_deadlock,
           max_states, max_depth, time_limit, keep_going, quiet, check_reads, profile, examples, steps, master,
-          partitions, checkpoint, resume, depth) -> None:
+          partitions, checkpoint, resume, spark_levels_only, depth) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation."""
     from harness.check import exit_code, summary, write_counterexamples
     from harness.engines import bfs
@@ -124,7 +127,8 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
         with _progress(quiet, "exploring with Spark ...") as progress:
             result = spark.explore(model, master=master or None, partitions=partitions, checkpoint=checkpoint,
                                    resume=resume, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
-                                   check_deadlock=not no_deadlock, progress=progress)
+                                   check_deadlock=not no_deadlock, progress=progress,
+                                   spark_levels_only=spark_levels_only)
     elif engine == "z3":
         from harness.engines import z3bmc
 
@@ -427,8 +431,14 @@ def corpus_cmd(out: str, names: tuple) -> None:
     sys.exit(1 if survivors else 0)
 
 
+_exiting = threading.Lock()
+
+
 def _interrupted(exc: Interrupted) -> None:
-    """One line: which signal, what the run had done (partial, not a verdict), then 130 or 143."""
+    """One line: which signal, what the run had done (partial, not a verdict), then 130 or 143. Called
+    by the main thread, or by the interrupt watcher when the main thread lost the exception."""
+    if not _exiting.acquire(blocking=False):
+        return  # the other thread is already saying it
     p = _last_progress
     done = (f"partial: {p['distinct']:,} distinct states, {p['generated']:,} generated, depth {p['depth']}, "
             f"{p['elapsed']:.1f} s" if p else "no figures yet")
@@ -441,7 +451,7 @@ def _interrupted(exc: Interrupted) -> None:
 
 
 def main() -> None:
-    interrupt.install()
+    interrupt.install(last_resort=_interrupted)
     for stream in (sys.stdout, sys.stderr):  # a trace's text on an ASCII terminal: escaped, never a traceback
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -464,6 +474,10 @@ def main() -> None:
     except BrokenPipeError:  # `harness ... | head`: the reader left; exit as a process killed by SIGPIPE would
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(128 + signal.SIGPIPE)
+    except Exception:
+        if interrupt.received():  # a library turned the interrupt into its own error (Py4J: a closed connection)
+            _interrupted(Interrupted(interrupt.last_signal()))
+        raise
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from typing import Callable, Iterator
 
@@ -34,9 +35,12 @@ class Interrupted(KeyboardInterrupt):
         self.name = signal.Signals(signum).name
 
 
+GRACE_SECONDS = 1.0  # after a signal, the watcher's last resort waits this long for the main thread
+
 _cancellers: list[Callable[[], None]] = []
 _received: list[int] = []  # signals seen, in order (for code that learns of an interrupt by a return value)
 _installed = False
+_last_resort: Callable[[Interrupted], None] | None = None
 
 
 def _raise(signum: int, frame) -> None:
@@ -57,13 +61,28 @@ def _watch(fd: int) -> None:
                 cancel()
             except Exception:  # a cancellation that fails leaves the Python handler to stop the run
                 pass
+        if _last_resort is not None:
+            # An exception raised by a signal handler is lost when it lands in a garbage-collector
+            # callback or a __del__ (Hypothesis registers one); then nothing would stop the run.
+            threading.Timer(GRACE_SECONDS, _last_resort, args=(Interrupted(data[-1]),)).start()
 
 
-def install() -> None:
-    """Route SIGINT and SIGTERM to `Interrupted` (main thread only; idempotent)."""
-    global _installed
+def _quiet_unraisable(default):
+    def hook(unraisable) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):  # the watcher's last resort handles those
+            default(unraisable)
+    return hook
+
+
+def install(last_resort: Callable[[Interrupted], None] | None = None) -> None:
+    """Route SIGINT and SIGTERM to `Interrupted` (main thread only; idempotent). `last_resort(exc)`, if
+    given, is called from the watcher thread when the process is still running GRACE_SECONDS after a
+    signal; it must end the process (the CLI prints its one line and calls os._exit)."""
+    global _installed, _last_resort
+    _last_resort = last_resort
     if _installed or threading.current_thread() is not threading.main_thread():
         return
+    sys.unraisablehook = _quiet_unraisable(sys.unraisablehook)
     for s in SIGNALS:
         signal.signal(s, _raise)
     read_fd, write_fd = os.pipe()
@@ -88,7 +107,11 @@ def received() -> int:
     return len(_received)
 
 
+def last_signal(default: int = signal.SIGINT) -> int:
+    return _received[-1] if _received else default
+
+
 def reraise(default: int = signal.SIGINT) -> None:
     """Raise `Interrupted` for a call that reported its interruption by a return value (Z3 answers
     `unknown` when Ctrl-C reaches its own handler instead of Python's)."""
-    raise Interrupted(_received[-1] if _received else default)
+    raise Interrupted(last_signal(default))

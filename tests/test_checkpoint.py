@@ -186,7 +186,7 @@ def damage(ck: Path, rnd: random.Random, kind: str) -> str:
     return f"{kind} {name}"
 
 
-@settings(max_examples=200 if LONG else 25, deadline=None, derandomize=True,
+@settings(max_examples=2000 if LONG else 25, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(kind=st.sampled_from(DAMAGES), seed=st.integers(0, 2**32 - 1), mutation=st.sampled_from([None, "hwm_ignores_isr"]))
 def test_damaged_checkpoints_are_refused_or_give_the_uninterrupted_result(reference, tmp_path_factory, kind, seed,

@@ -299,7 +299,8 @@ def test_spark_agrees_with_bfs_on_mutations(tmp_path, name, preset, mutation):
 
 
 def test_spark_run_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path):
-    """A real kill (SIGKILL, no clean-up) once the checkpoint has passed level 8, then --resume."""
+    """A real kill (SIGKILL, no clean-up) during a Spark job (every level on Spark, the fourth one
+    committed), then --resume."""
     import os
     import signal
     import subprocess
@@ -307,8 +308,9 @@ def test_spark_run_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path):
     import time
 
     ck = tmp_path / "ck"
-    args = [sys.executable, "-m", "harness", "check", "kraft", "--config", "ci", "--engine", "spark", "--quiet",
-            "--master", "local[2]", "--partitions", "2", "--checkpoint", str(ck), "--out", str(tmp_path)]
+    args = [sys.executable, "-m", "harness", "check", "kraft", "--config", "tiny", "--engine", "spark", "--quiet",
+            "--master", "local[2]", "--partitions", "2", "--every-level-on-spark", "--checkpoint", str(ck),
+            "--out", str(tmp_path)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
@@ -316,21 +318,21 @@ def test_spark_run_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path):
     level = 0
     while time.monotonic() < deadline and p.poll() is None:
         try:
-            level = json.loads((ck / "state.json").read_text())["body"]["level"]
+            level = json.loads((ck / "state.json").read_text())["body"]["totals"]["spark_levels"]
         except (OSError, ValueError, KeyError):
             pass
-        if level >= 8:
+        if level >= 4:
             os.killpg(p.pid, signal.SIGKILL)
             break
         time.sleep(0.05)
     p.wait()
-    assert level >= 8 and p.returncode == -signal.SIGKILL
+    assert level >= 4 and p.returncode == -signal.SIGKILL
     resumed = subprocess.run(args + ["--resume", "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
                              timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     r = json.loads(resumed.stdout)
-    expected = bfs.explore(bind("kraft", "ci"))
-    assert r["stats"]["resumed_at_level"] >= 8
+    expected = bfs.explore(bind("kraft", "tiny"))
+    assert r["stats"]["resumed_at_level"] >= 4
     assert r["stats"]["distinct"] == expected.stats["distinct"]
     assert r["stats"]["states_per_depth"] == expected.stats["states_per_depth"]
     assert {k: v["generated"] for k, v in r["coverage"].items()} == \

@@ -18,8 +18,9 @@ LONG_RUNS = {
     "hypothesis": ["check", "kraft", "--config", "large", "--engine", "hypothesis", "--profile", "nightly"],
     "graph": ["check", "kraft", "--config", "ci", "--engine", "graph"],
     "z3": ["check", "kraft", "--config", "ci", "--engine", "z3", "--depth", "40"],
-    "prove": ["prove", "kraft", "--brokers", "16"],
-    "spark": ["check", "kraft", "--config", "ci", "--engine", "spark", "--master", "local[2]", "--partitions", "2"],
+    "prove": ["prove", "kraft", "--brokers", "16", "--mutation", "completion_ignores_min_isr", "--depth", "40"],
+    "spark": ["check", "kraft", "--config", "ci", "--engine", "spark", "--master", "local[2]", "--partitions", "2",
+              "--every-level-on-spark"],
 }
 
 

@@ -100,19 +100,30 @@ def python_outcomes(rule: str, p: Partition, live: int, rules: Rules) -> set:
     return out
 
 
+_RELATIONS: dict = {}
+
+
 def z3_outcomes(rule: str, p: Partition, live: int, cfg) -> set:
-    s, t = sym.make_state("s_", N), sym.make_state("t_", N)
-    rel, _ = sym.RULES[rule](s, t, cfg)
-    solver = z3.Solver()
-    solver.add(*concrete(s, p, live), rel, sym.type_ok(t))
+    """Every successor the relation allows from the concrete state (p, live). The relation is built once
+    per rule and config, in one solver; each query pushes the concrete state and its blocking clauses."""
+    key_ = (rule, id(cfg))
+    if key_ not in _RELATIONS:
+        s, t = sym.make_state("s_", N), sym.make_state("t_", N)
+        rel, _ = sym.RULES[rule](s, t, cfg)
+        solver = z3.Solver()
+        solver.add(rel, sym.type_ok(t))
+        _RELATIONS[key_] = (solver, s, [t["R"], t["I"], t["E"], t["A"], t["M"], t["L"], t["le"], t["pe"], t["B"]], cfg)
+    solver, s, fields, _ = _RELATIONS[key_]
+    solver.push()
+    solver.add(*concrete(s, p, live))
     out = set()
-    fields = [t["R"], t["I"], t["E"], t["A"], t["M"], t["L"], t["le"], t["pe"], t["B"]]
     while solver.check() == z3.sat and len(out) < 200:
         m = solver.model()
         vals = [m.evaluate(f, model_completion=True) for f in fields]
         r, i, e, a, mm, ld, le, pe = [v.as_long() for v in vals[:-1]]
         out.add((r, i, e, a, mm, ld.bit_length() - 1 if ld else 0, le, pe, z3.is_true(vals[-1])))
         solver.add(z3.Or(*[f != v for f, v in zip(fields, vals)]))
+    solver.pop()
     return out
 
 

@@ -385,13 +385,12 @@ def _level_files(job: dict, kind: str, level: int) -> list[Path]:
 
 def _spark_level(sc, job: dict, level: int, shards: int, log_file: Path) -> None:
     """One level on the cluster: expand every shard, exchange one block per destination, write frontiers."""
-    children = sc.parallelize(range(shards), shards).flatMap(lambda p: process_shard(job, level, p))
-    written = children.partitionBy(shards, lambda o: o).mapPartitionsWithIndex(
-        lambda p, it: [write_frontier(job, level + 1, p, (block for _, block in it))])
     before = interrupt.received()
     try:
-        written.collect()
-    except Exception as exc:  # a task failed: corrupt checkpoint files, lost executors, ...
+        children = sc.parallelize(range(shards), shards).flatMap(lambda p: process_shard(job, level, p))
+        children.partitionBy(shards, lambda o: o).mapPartitionsWithIndex(
+            lambda p, it: [write_frontier(job, level + 1, p, (block for _, block in it))]).collect()
+    except Exception as exc:  # a task failed (corrupt checkpoint files, lost executors), or Py4J after a signal
         if interrupt.received() != before:
             interrupt.reraise()
         text = str(exc)
