@@ -1,6 +1,18 @@
-"""Properties of the `kraft` model (seed 000, seed 003 §2.4, KIP-966)."""
+"""Properties of the `kraft` model.
 
-from specs.kraft import FENCED, State, spec
+Structural properties of the controller's partition metadata; the replication properties of the
+Kafka replication protocol description (kafka-tlaplus, v3.5), ch. 2 §2.4 and §2.4.1 (Leader
+Completeness, Log Matching, Leader Candidate Completeness), with the ELR of KIP-966; and the
+reassignment rule of ch. 4 §4.2 of the same description (kafka-tlaplus, kip-966). Short citations
+as in `specs.kraft`: [kafka-tlaplus v3.5 §2.x] and [kafka-tlaplus kip-966 §4.x].
+
+A property's docstring is what it states (traces carry it). Each returns True at once when it
+holds, and only when it fails builds a `Violated` reason naming the broker, offset, epoch or
+replicas that break it.
+"""
+
+from harness.model import Violated
+from specs.kraft import FENCED, State, as_list, as_set, spec
 from specs.kraft.controller import mask
 
 
@@ -8,136 +20,201 @@ def has_prefix(log: tuple, prefix: tuple) -> bool:
     return log[:len(prefix)] == prefix
 
 
+def first_missing(log: tuple, prefix: tuple) -> str:
+    """Where `log` first departs from `prefix`: "offset 1 (epoch 2): its log has 1 record"."""
+    for offset, epoch in enumerate(prefix):
+        if offset >= len(log):
+            return f"offset {offset} (epoch {epoch}): its log has {len(log)} record{'s' if len(log) != 1 else ''}"
+        if log[offset] != epoch:
+            return f"offset {offset} (epoch {epoch}): it holds epoch {log[offset]} there"
+    return "nothing"  # not reached: `log` has the prefix
+
+
 # ------------------------------------------------------------------------------- structural
 
 
 @spec.invariant(name="IsrSubsetOfReplicas", reads=("partition",))
-def isr_subset_of_replicas(cfg, s: State) -> bool:
-    """ISR ⊆ replicas."""
+def isr_subset_of_replicas(cfg, s: State):
+    """Every ISR member is a replica (ISR ⊆ replicas)."""
     p = s.partition
-    return not p.isr & ~mask(p.replicas)
+    outside = p.isr & ~mask(p.replicas)
+    if not outside:
+        return True
+    return Violated(f"ISR members {as_set(outside)} are not replicas {as_list(p.replicas)}")
 
 
 @spec.invariant(name="LeaderInIsr", reads=("partition",))
-def leader_in_isr(cfg, s: State) -> bool:
+def leader_in_isr(cfg, s: State):
     """The leader, if any, is a replica and an ISR member."""
     p = s.partition
-    return not p.leader or (p.leader in p.replicas and bool(p.isr >> p.leader & 1))
+    if not p.leader or (p.leader in p.replicas and p.isr >> p.leader & 1):
+        return True
+    where = "a replica" if p.leader not in p.replicas else f"in the ISR {as_set(p.isr)}"
+    return Violated(f"leader {p.leader} is not {where}")
 
 
 @spec.invariant(name="ElrDisjointFromIsr", reads=("partition",))
-def elr_disjoint_from_isr(cfg, s: State) -> bool:
+def elr_disjoint_from_isr(cfg, s: State):
     """No replica is both in the ISR and in the ELR."""
-    return not s.partition.isr & s.partition.elr
+    both = s.partition.isr & s.partition.elr
+    return True if not both else Violated(f"brokers {as_set(both)} are in both the ISR and the ELR")
 
 
 @spec.invariant(name="ReassignmentWellFormed", reads=("partition",))
-def reassignment_well_formed(cfg, s: State) -> bool:
-    """adding and removing are disjoint subsets of the replicas; the replicas are distinct; a
+def reassignment_well_formed(cfg, s: State):
+    """`adding` and `removing` are disjoint subsets of the replicas, the replicas are distinct, and a
     reassignment in progress keeps at least one replica that is not being removed."""
     p = s.partition
     reps = mask(p.replicas)
-    return (len(set(p.replicas)) == len(p.replicas) and not (p.adding | p.removing) & ~reps
-            and not p.adding & p.removing and (not (p.adding or p.removing) or bool(reps & ~p.removing)))
+    if len(set(p.replicas)) != len(p.replicas):
+        return Violated(f"replicas {as_list(p.replicas)} repeat a broker")
+    if (p.adding | p.removing) & ~reps:
+        return Violated(f"adding {as_set(p.adding)} / removing {as_set(p.removing)} name non-replicas of "
+                        f"{as_list(p.replicas)}")
+    if p.adding & p.removing:
+        return Violated(f"brokers {as_set(p.adding & p.removing)} are both adding and removing")
+    if (p.adding or p.removing) and not reps & ~p.removing:
+        return Violated(f"every replica of {as_list(p.replicas)} is being removed")
+    return True
 
 
+# Found necessary by `harness prove`: without it, an ELR election can put a non-replica into the ISR.
 @spec.invariant(name="ElrSubsetOfReplicas", reads=("partition",))
-def elr_subset_of_replicas(cfg, s: State) -> bool:
-    """Seed variant: ELR members are replicas (completion and cancellation trim them). Kafka keeps
-    removed replicas in the ELR (reference §10), so there this holds vacuously. Found necessary by
-    `harness prove`: without it, an ELR election can put a non-replica into the ISR."""
-    return cfg.completion == "kafka" or not s.partition.elr & ~mask(s.partition.replicas)
+def elr_subset_of_replicas(cfg, s: State):
+    """In the seed variant every ELR member is a replica (completion and cancellation trim the ELR).
+    Kafka keeps removed replicas in the ELR (PartitionChangeBuilder.maybePopulateTargetElr after a
+    completion), so there it holds vacuously."""
+    outside = s.partition.elr & ~mask(s.partition.replicas)
+    if cfg.completion == "kafka" or not outside:
+        return True
+    return Violated(f"ELR members {as_set(outside)} are not replicas {as_list(s.partition.replicas)}")
 
 
-# -------------------------------------------------------------------------- replication (seed 003)
+# ------------------------------------------------------------------ replication [kafka-tlaplus v3.5 §2.4]
 
 
 @spec.invariant(name="LeaderCompleteness")
-def leader_completeness(cfg, s: State) -> bool:
-    """The leader holds the whole committed log (up to the true HWM)."""
+def leader_completeness(cfg, s: State):
+    """Leader Completeness [Kafka replication protocol description (kafka-tlaplus, v3.5), ch. 2 §2.4]:
+    the leader holds the whole committed log, every offset up to the true HWM."""
     p = s.partition
-    return not p.leader or not s.committed or has_prefix(s.brokers[p.leader - 1].log, s.committed)
+    if not p.leader or not s.committed:
+        return True
+    log = s.brokers[p.leader - 1].log
+    if has_prefix(log, s.committed):
+        return True
+    return Violated(f"leader {p.leader} lacks committed {first_missing(log, s.committed)}")
 
 
 @spec.invariant(name="LeaderCandidateCompleteness")
-def leader_candidate_completeness(cfg, s: State) -> bool:
-    """Every leader candidate (ISR member, or ELR member that is a replica) holds the whole
-    committed log. Kafka can leave removed replicas in the ELR (reference §10); they are never
-    elected, so they are not candidates."""
+def leader_candidate_completeness(cfg, s: State):
+    """Leader Candidate Completeness [Kafka replication protocol description (kafka-tlaplus, v3.5),
+    ch. 2 §2.4.1], with KIP-966's ELR: every leader candidate, an ISR member or an ELR member that is
+    a replica, holds the whole committed log. Kafka can leave removed replicas in the ELR, but never
+    elects them, so they are not candidates."""
     committed = s.committed
     if not committed:
         return True
     p = s.partition
     candidates = p.isr | p.elr & mask(p.replicas)
-    return all(has_prefix(b.log, committed) for i, b in enumerate(s.brokers, 1) if candidates >> i & 1)
+    n = len(committed)
+    for i, b in enumerate(s.brokers, 1):
+        if candidates >> i & 1 and b.log[:n] != committed:
+            role = "ISR member" if p.isr >> i & 1 else "ELR member"
+            return Violated(f"{role} {i} lacks committed {first_missing(b.log, committed)}")
+    return True
 
 
 @spec.invariant(name="LogMatching")
-def log_matching(cfg, s: State) -> bool:
-    """The stable prefixes agree: any two replicas' logs are equal up to the smaller local HWM."""
+def log_matching(cfg, s: State):
+    """Log Matching [Kafka replication protocol description (kafka-tlaplus, v3.5), ch. 2 §2.4]: any
+    two replicas' logs are equal up to the smaller of their local HWMs (the stable prefix)."""
     bs = s.brokers
     for i, a in enumerate(bs):
         if not a.hwm:
             continue  # nothing stable on this replica (the common case: skip the slicing)
-        for b in bs[i + 1:]:
+        for j in range(i + 1, len(bs)):
+            b = bs[j]
             n = min(a.hwm, b.hwm)
             if n and a.log[:n] != b.log[:n]:
-                return False
+                offset = next(o for o in range(n) if a.log[o] != b.log[o])
+                return Violated(f"brokers {i + 1} and {j + 1} differ at offset {offset}, below both HWMs "
+                                f"({a.hwm}, {b.hwm}): epochs {a.log[offset]} and {b.log[offset]}")
     return True
 
 
 @spec.invariant(name="ReplicationQuorumSuperset")
-def replication_quorum_superset(cfg, s: State) -> bool:
-    """The leader's Maximal ISR contains the controller's ISR, once the leader knows its epoch."""
+def replication_quorum_superset(cfg, s: State):
+    """The leader's Maximal ISR (its replication quorum) contains the controller's ISR (the election
+    quorum), once the leader knows its leader epoch [Kafka replication protocol description
+    (kafka-tlaplus, v3.5), ch. 2 §2.4.1, §2.9]."""
     p = s.partition
     if not p.leader:
         return True
     b = s.brokers[p.leader - 1]
     if b.status < FENCED or b.known_leader != p.leader or b.known_leader_epoch != p.leader_epoch:
         return True
-    return not p.isr & ~b.maximal_isr
+    missing = p.isr & ~b.maximal_isr
+    if not missing:
+        return True
+    return Violated(f"ISR members {as_set(missing)} are not in leader {p.leader}'s Maximal ISR {as_set(b.maximal_isr)} "
+                    f"(leader epoch {p.leader_epoch})")
 
 
 @spec.invariant(name="NoAckedRecordLost")
-def no_acked_record_lost(cfg, s: State) -> bool:
+def no_acked_record_lost(cfg, s: State):
     """Records acknowledged to acks=all producers stay committed and on the leader."""
     acked = s.acked
     if not acked:
         return True
     if not has_prefix(s.committed, acked):
-        return False
+        return Violated(f"the committed log no longer holds acknowledged {first_missing(s.committed, acked)}")
     p = s.partition
-    return not p.leader or has_prefix(s.brokers[p.leader - 1].log, acked)
+    if not p.leader:
+        return True
+    log = s.brokers[p.leader - 1].log
+    if has_prefix(log, acked):
+        return True
+    return Violated(f"leader {p.leader} lacks acknowledged {first_missing(log, acked)}")
 
 
 @spec.invariant(name="CommittedNeverOverwritten", reads=("committed_overwritten",))
-def committed_never_overwritten(cfg, s: State) -> bool:
+def committed_never_overwritten(cfg, s: State):
     """No leader ever commits a log that contradicts the committed one."""
-    return not s.committed_overwritten
+    if not s.committed_overwritten:
+        return True
+    return Violated(f"a leader advanced its HWM over a log that contradicts the committed log (epochs) "
+                    f"{as_list(s.committed)}")
 
 
-# ---------------------------------------------------------------------------- reassignment (seed 000)
+# -------------------------------------------------------------- reassignment [kafka-tlaplus kip-966 §4.2]
 
 
 @spec.invariant(name="CompletionRespectsMinIsr", reads=("completed_below_min_isr",))
-def completion_respects_min_isr(cfg, s: State) -> bool:
-    """Every completed reassignment left ISR >= MinISR (seed 000 §4.2 rule 1)."""
-    return not s.completed_below_min_isr
+def completion_respects_min_isr(cfg, s: State):
+    """Every completed reassignment left ISR >= MinISR [Kafka replication protocol description
+    (kafka-tlaplus, kip-966), ch. 4 §4.2, completion rule 1]."""
+    if not s.completed_below_min_isr:
+        return True
+    p = s.partition
+    return Violated(f"a reassignment completed with the ISR below MinISR (min.insync.replicas {cfg.min_isr}); "
+                    f"now replicas {as_list(p.replicas)}, ISR {as_set(p.isr)}")
 
 
 @spec.invariant(name="EpochsMonotonic")
-def epochs_monotonic(cfg, s: State) -> bool:
+def epochs_monotonic(cfg, s: State):
     """Epochs never decrease: no broker knows epochs newer than the controller's, and every log's
     leader epochs are non-decreasing and at most the current leader epoch."""
     p = s.partition
     leader_epoch, partition_epoch = p.leader_epoch, p.partition_epoch
-    for b in s.brokers:
+    for i, b in enumerate(s.brokers, 1):
         if b.known_leader_epoch > leader_epoch or b.known_partition_epoch > partition_epoch:
-            return False
+            return Violated(f"broker {i} knows leader/partition epochs {b.known_leader_epoch}/"
+                            f"{b.known_partition_epoch}, newer than the controller's {leader_epoch}/{partition_epoch}")
         log = b.log
         # (a log of one record, the common case, is trivially non-decreasing)
         if log and (log[-1] > leader_epoch or len(log) > 1 and any(x > y for x, y in zip(log, log[1:]))):
-            return False
+            return Violated(f"broker {i}'s log epochs {as_list(log)} decrease or pass the leader epoch {leader_epoch}")
     return True
 
 

@@ -1,5 +1,8 @@
-"""The `kraft` model: seed 000 §4.4 examples through the rules, Kafka's controller logic case by
-case against reference/kafka-controller-semantics.md, variants, mutations and the corpus."""
+"""The `kraft` model: the worked examples of the Kafka replication protocol description
+(kafka-tlaplus, kip-966), ch. 4 §4.4 through the rules, Kafka's controller logic case by case against
+the behaviour of `PartitionChangeBuilder`, `PartitionReassignmentReplicas`, `PartitionReassignmentRevert`
+and `ReplicationControlManager` (apache/kafka 1eb76443) and their unit tests, variants, mutations and
+the corpus."""
 
 import pytest
 
@@ -37,7 +40,7 @@ def with_epochs(s, leader_epoch, partition_epoch):
 
 
 def shape(p: Partition) -> dict:
-    """The fields seed 000 §4.4 lists."""
+    """The fields the description's examples list (ch. 4 §4.4)."""
     return {"Replicas": list(p.replicas), "ISR": ctl.members(p.isr), "Leader": p.leader or -1,
             "LeaderEpoch": p.leader_epoch, "PartitionEpoch": p.partition_epoch,
             "Adding": ctl.members(p.adding), "Removing": ctl.members(p.removing)}
@@ -52,7 +55,7 @@ def catch_up_and_add(m, s, leader, follower, new_leader=0):
 
 
 def test_seed_example_1_moving_one_replica():
-    """Seed 000 §4.4.1: [1,2,3] -> [1,2,4] while broker 3 is impaired."""
+    """Ch. 4 §4.4.1, example 1: [1,2,3] -> [1,2,4] while broker 3 is impaired."""
     m = model(settings=["brokers=4", "replicas=[1,2,3]", "isr=[1,2]", "leader=1", "targets=[[1,2,4]]"])
     s = with_epochs(m.init_states()[0], 1, 2)
     assert shape(s.partition) == {"Replicas": [1, 2, 3], "ISR": [1, 2], "Leader": 1, "LeaderEpoch": 1,
@@ -72,7 +75,8 @@ def test_seed_example_1_moving_one_replica():
 
 
 def test_seed_example_2_reducing_replication_factor():
-    """Seed 000 §4.4.2: RF 5 -> 3 with MinISR 2, while the ISR is [4,5] and 5 leads."""
+    """Ch. 4 §4.4.1, example 2 (numbered 4.4.1 again in the description): RF 5 -> 3 with MinISR 2,
+    while the ISR is [4,5] and 5 leads."""
     m = model(settings=["brokers=5", "replicas=[1,2,3,4,5]", "isr=[4,5]", "leader=5", "targets=[[1,2,3]]",
                         "min_isr=2"])
     s = with_epochs(m.init_states()[0], 1, 2)
@@ -106,7 +110,7 @@ def part(replicas, isr, leader, adding=(), removing=(), le=1, pe=1, elr=(), lkl=
 
 
 @pytest.mark.parametrize("current, target, merged, adding, removing", [
-    ([3, 2, 1, 10], [7, 3, 1, 9], [7, 3, 1, 9, 2, 10], [7, 9], [2, 10]),  # §1 (ids shifted: 0 -> 10)
+    ([3, 2, 1, 10], [7, 3, 1, 9], [7, 3, 1, 9, 2, 10], [7, 9], [2, 10]),  # (ids shifted: 0 -> 10)
     ([3, 2, 1, 10], [3, 1], [3, 1, 2, 10], [], [2, 10]),
     ([2, 3, 10, 1], [4, 5], [4, 5, 1, 2, 3, 10], [4, 5], [1, 2, 3, 10]),  # previously-adding become removing
 ])
@@ -120,7 +124,7 @@ def test_kafka_growth_merges_target_then_removing(current, target, merged, addin
 
 
 def test_kafka_cancel_keeps_merged_order():
-    """§5: bar [4,3,2] reassigned to [1,2,3,4,10] then cancelled gives [2,3,4]."""
+    """Kafka's testCancelReassignPartitions: bar [4,3,2] reassigned to [1,2,3,4,10] then cancelled gives [2,3,4]."""
     p = part([4, 3, 2], [4, 3, 2], 4)
     grown = ctl.kafka_reassign(p, (1, 2, 3, 4, 10), ELR_OFF, ALL)
     reverted = ctl.kafka_cancel(grown, ELR_OFF, ALL)
@@ -128,7 +132,10 @@ def test_kafka_cancel_keeps_merged_order():
     assert reverted.leader_epoch == grown.leader_epoch + 1
 
 
-def test_kafka_reference_section_10_rows():
+def test_kafka_code_derived_behaviours():
+    """Behaviours that follow from the PartitionChangeBuilder / PartitionReassignmentReplicas /
+    PartitionReassignmentRevert code with the builder calls ReplicationControlManager makes, with no
+    Kafka unit test of their own."""
     unclean = Rules(min_isr=1, elr=False, unclean=True)
     # cancel needing an unclean revert, replicas[0] alive: a clean pick of 3, no recovery
     p = part([4, 5, 3, 2, 1], [4, 5], 4, adding=[4, 5], removing=[2])

@@ -1,4 +1,20 @@
-"""KRaft partition reassignment (seed 000) on the replication core (seed 003), with ELR.
+"""KRaft partition reassignment with Eligible Leader Replicas, on Kafka's replication core.
+
+Sources. The rules follow two chapters of one public protocol description, the prose that
+accompanies the TLA+ specifications of github.com/Vanlightly/kafka-tlaplus; throughout the kraft
+model (this package, `invariants/kraft.py`) they are cited in short form:
+
+* [kafka-tlaplus kip-966 §4.x]: Kafka replication protocol description (kafka-tlaplus, kip-966),
+  ch. 4 §4.x, partition reassignment (kafka_data_replication/kraft/kip-966/description/4_reassignment.md);
+* [kafka-tlaplus v3.5 §2.x]: Kafka replication protocol description (kafka-tlaplus, v3.5), ch. 2 §2.x,
+  the replication algorithm (kafka_data_replication/kraft/v3.5/description/2_replication_algorithm.md);
+* KIP-966 (Eligible Leader Replicas) for the ELR, and Apache Kafka's own classes (apache/kafka at
+  1eb76443, the pre-4.0 trunk of 2024-10-25) where the model follows Kafka: the `kafka` variant
+  (`specs.kraft.controller`) and the leader's handling of AlterPartition errors;
+* "TLA+: Name" names the action of kafka-tlaplus's kafka_replication_kip_966.tla a rule corresponds to.
+
+Each rule reads like those TLA+ actions: a docstring naming who acts and the protocol step, then
+its enabling conditions (a rule returns None where it is not enabled), then the next state.
 
 Who acts: the controller (reassignment, cancellation, AlterPartition handling, fencing, elections)
 and the brokers (producing, fetching, advancing the high watermark, proposing ISR changes,
@@ -8,7 +24,7 @@ Abstractions (see docs/ARCHITECTURE.md, "The kraft model"):
 * Records are identified by (offset, leader epoch); a log is the tuple of the epochs its records
   were written in. Values and producer ids are abstracted away.
 * The metadata log is abstracted to "a broker learns the controller's current partition state":
-  a broker can skip intermediate states, as the materialised snapshots of seed 003 §2.3.2 do.
+  a broker can skip intermediate states, as materialised snapshots do [kafka-tlaplus v3.5 §2.3.2].
 * A fetch is one request/response step: the follower reports its fetch offset, the leader
   records it and returns the next record (or the follower truncates on divergence).
 * An AlterPartition request is in flight from `propose_*` until `handle_alter_partition`; its
@@ -16,7 +32,8 @@ Abstractions (see docs/ARCHITECTURE.md, "The kraft model"):
 * An unclean shutdown loses the unflushed suffix of the log when the broker restarts (the
   `keep` parameter of `restart_after_unclean_shutdown` is how much was flushed).
 
-The controller's partition-change logic is in `specs.kraft.controller` as pure functions.
+The controller's partition-change logic is in `specs.kraft.controller` as pure functions. The
+speed measures (positional setters, caches) are gathered in the last section of this module.
 """
 
 from __future__ import annotations
@@ -24,17 +41,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
-from harness.itf import Bool, ById, IdSet, Int, OptId, Seq
+from harness.itf import Bool, ById, Enum, IdSet, Int, OptId, Seq
 from harness.model import Config, Spec, budget, distinct_ids, ids, param, variant
 from harness.speed import fast_replace, memoized, per_state, setter
 from specs.kraft import controller as ctl
-from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, size
+from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, members, size
 
-# Broker status, as the controller sees it and as the process is.
-OFFLINE = 0  # shut down cleanly (controlled shutdown): log flushed
-CRASHED = 1  # shut down uncleanly: the unflushed suffix is lost at restart
-FENCED = 2  # running and registered, fenced (no heartbeat yet, or missed heartbeats)
-UNFENCED = 3  # running and unfenced: may lead and join the ISR
+# Broker status, as the controller registers it and as the process is [kafka-tlaplus v3.5 §1.2.2]. The codes
+# are ordered: a broker is running iff its status is FENCED or UNFENCED (status >= FENCED).
+#   OFFLINE   shut down cleanly (controlled shutdown): its log is flushed
+#   CRASHED   shut down uncleanly (power loss): the unflushed suffix is lost at restart
+#   FENCED    running and registered, fenced (no heartbeat yet, or missed heartbeats)
+#   UNFENCED  running and unfenced: may lead and join the ISR
+OFFLINE, CRASHED, FENCED, UNFENCED = BROKER_STATUS = Enum("OFFLINE", "CRASHED", "FENCED", "UNFENCED")
+
+# The controller's answer to a leader's AlterPartition request, as the leader holds it
+# [kafka-tlaplus v3.5 §2.9.2]; the errors are those of Kafka's `ReplicationControlManager.alterPartition`.
+# The codes are ordered: ACCEPTED..STALE_REQUEST are answers the leader has yet to act on.
+#   NO_RESPONSE_YET     no request, or the request is still in flight to the controller
+#   ACCEPTED            the partition change is committed (the response carries ISR and epochs)
+#   INELIGIBLE_REPLICA  a proposed member is fenced or restarted: the leader rolls its Maximal ISR back
+#   STALE_REQUEST       FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INVALID_REQUEST: wait for metadata
+#   AWAITING_METADATA   acted on; the leader keeps its pending state until it learns new metadata
+NO_RESPONSE_YET, ACCEPTED, INELIGIBLE_REPLICA, STALE_REQUEST, AWAITING_METADATA = RESPONSE_STATUS = Enum(
+    "NO_RESPONSE_YET", "ACCEPTED", "INELIGIBLE_REPLICA", "STALE_REQUEST", "AWAITING_METADATA")
+
+# Where the user-visible texts below (mutations, expected violations: they appear in `list` and in
+# traces) cite the description, they spell it out.
+REASSIGNMENT_DESC = "Kafka replication protocol description (kafka-tlaplus, kip-966), ch. 4"
+REPLICATION_DESC = "Kafka replication protocol description (kafka-tlaplus, v3.5), ch. 2"
 
 
 # Static bounds of the config (relations between fields are `validate`).
@@ -45,8 +80,9 @@ MAX_RECORDS = 100  # restart_after_unclean_shutdown has an action per (broker, f
 
 @dataclass(frozen=True)
 class KraftConfig(Config):
-    completion: str = variant("seed", "completion rule and controller logic: seed 000, or Kafka 3.x controllers "
-                                      "(reference/kafka-controller-semantics.md)", ("seed", "kafka"))
+    completion: str = variant("seed", f"completion rule and controller logic: seed = the protocol description "
+                                      f"({REASSIGNMENT_DESC} §4.2), kafka = Kafka's controller "
+                                      f"(ReplicationControlManager, PartitionChangeBuilder)", ("seed", "kafka"))
     elr: bool = variant(True, "KIP-966 Eligible Leader Replicas")
     unclean: bool = variant(False, "unclean.leader.election.enable")
     brokers: int = param(3, "brokers 1..N", lo=1, hi=MAX_BROKERS)
@@ -74,8 +110,11 @@ class KraftConfig(Config):
         return None
 
 
+# ------------------------------------------------------------------------------------ the state
+
+
 class AlterPartition(NamedTuple):
-    """An AlterPartition request in flight (seed 003 §2.9.2); isr 0 = none."""
+    """An AlterPartition request in flight [kafka-tlaplus v3.5 §2.9.2]; isr 0 = none."""
 
     isr: Annotated[int, IdSet()]
     leader_epoch: int
@@ -83,25 +122,17 @@ class AlterPartition(NamedTuple):
     added_epochs: Annotated[tuple, ById(Int())]  # broker epochs of replicas being added (0 = not added)
 
 
-# AlterPartition response status (reference §7)
-NO_RESPONSE_YET = 0  # the request (if any) is still in flight to the controller
-ACCEPTED = 1
-INELIGIBLE_REPLICA = 2  # the leader rolls its Maximal ISR back to the ISR
-STALE_REQUEST = 3  # FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INVALID_REQUEST: wait for metadata
-AWAITING_METADATA = 4  # answered; the leader keeps its pending state until it learns new metadata
-
-
 class Response(NamedTuple):
-    """The controller's AlterPartition response to a broker (status: see the constants above)."""
+    """The controller's AlterPartition response to a leader."""
 
-    status: int
+    status: Annotated[int, RESPONSE_STATUS]
     isr: Annotated[int, IdSet()]
     leader_epoch: int
     partition_epoch: int
 
 
 class Broker(NamedTuple):
-    status: int  # OFFLINE, CRASHED, FENCED, UNFENCED
+    status: Annotated[int, BROKER_STATUS]
     epoch: int  # broker epoch: a new one at every registration (restart)
     log: Annotated[tuple, Seq(Int())]  # the leader epoch of each record
     hwm: int  # local high watermark
@@ -111,7 +142,7 @@ class Broker(NamedTuple):
     known_partition_epoch: int
     known_isr: Annotated[int, IdSet()]
     known_replicas: Annotated[int, IdSet()]
-    # leader state (seed 003 §2.7, §2.9, §2.10)
+    # leader state [kafka-tlaplus v3.5 §2.7, §2.9, §2.10]
     maximal_isr: Annotated[int, IdSet()]
     leso: int  # Leader Epoch Start Offset
     follower_leo: Annotated[tuple, ById(Int())]  # last fetch offset of each follower
@@ -143,6 +174,9 @@ class State(NamedTuple):
     completed_below_min_isr: Annotated[bool, Bool()]  # a completion left ISR < MinISR
 
 
+# ------------------------------------------------------------------------- presets, the spec
+
+
 PRESETS = {
     # A move [1,2] -> [2,3] that removes the leader, with a cancellation and one record: no faults.
     "tiny": {"max_faults": 0},
@@ -152,7 +186,7 @@ PRESETS = {
     # The mutations' config: the move, two records, a cancellation, one unclean shutdown.
     "small": {"max_faults": 0, "max_unclean_shutdowns": 1, "max_records": 2},
     # Two brokers, the follower outside the ISR, Kafka's default MinISR 1, no reassignment: the smallest
-    # config of the ISR-expansion bugs of seed 003 §2.9 (the config of expand_without_fetch_in_epoch).
+    # config of the ISR-expansion bugs of [kafka-tlaplus v3.5 §2.9] (the config of expand_without_fetch_in_epoch).
     "lagging": {"brokers": 2, "replicas": [1, 2], "isr": [1], "min_isr": 1, "targets": [[1, 2]],
                 "max_reassignments": 0, "max_cancels": 0, "max_faults": 0, "max_unclean_shutdowns": 1,
                 "max_records": 2},
@@ -171,115 +205,86 @@ PRESETS = {
                 "max_records": 2, "max_unclean_shutdowns": 1, "max_shrinks": 1},
 }
 
-
-fast_replace(Partition, AlterPartition, Response, Broker, Budget, State)
-# Positional setters for the updates made on nearly every step (twice as fast as `_replace`).
-set_brokers = setter(State, "brokers")
-set_status = setter(Broker, "status")
-set_log = setter(Broker, "log")
-set_hwm = setter(Broker, "hwm")
-set_log_and_hwm = setter(Broker, "log", "hwm")
-set_known = setter(Broker, "known_leader", "known_leader_epoch", "known_partition_epoch", "known_isr", "known_replicas")
-set_leader_state = setter(Broker, "maximal_isr", "leso", "follower_leo", "follower_epoch", "fetched")
-set_follower_view = setter(Broker, "follower_leo", "follower_epoch", "fetched")
-set_request = setter(Broker, "pending", "response")
-
 EXPECTED = {
     "unclean-election-loss": "unclean leader election (enabled) elects a replica without the committed log: acknowledged data is lost",
     "last-replica-standing": "without ELR, the last ISR member loses its unflushed suffix in an unclean shutdown and stays "
-                             "the only leader candidate (seed 003 §2.4.1, fixed by KIP-966)",
-    "kafka-cancel-without-elr": "Kafka's controller refuses a cancellation only when the reverted ISR is empty (reference "
-                                "§5), not below MinISR as seed 000 §4.5 does; without ELR the leader then commits with "
+                             f"the only leader candidate ({REPLICATION_DESC} §2.4.1; fixed by KIP-966)",
+    "kafka-cancel-without-elr": "Kafka's controller (ReplicationControlManager.cancelPartitionReassignment) refuses a "
+                                "cancellation only when the reverted ISR is empty, not below MinISR as "
+                                f"{REASSIGNMENT_DESC} §4.5 does; without ELR the leader then commits with "
                                 "ISR < MinISR and one unclean shutdown loses the committed record",
 }
 
 spec = Spec("kraft", KraftConfig, State, doc=__doc__, presets=PRESETS, deadlock=False, expected=EXPECTED,
             mutation_preset="small")
 spec.mutation("completion_ignores_min_isr", rule="alter_partition_reassignments",
-              removes="complete although the final ISR < MinISR (seed 000 §4.2 rule 1)")
+              removes=f"complete although the final ISR < MinISR ({REASSIGNMENT_DESC} §4.2, completion rule 1)")
 spec.mutation("keep_removing_in_isr", rule="alter_partition_reassignments",
-              removes="`removing` replicas stay in the ISR at completion (seed 000 §4.2 step 3)")
+              removes=f"`removing` replicas stay in the ISR at completion ({REASSIGNMENT_DESC} §4.2, step 3)")
 spec.mutation("stale_partition_epoch", rule="handle_alter_partition",
-              removes="the partition-epoch check: accept a request based on a stale partition epoch (seed 003 §2.9.2)")
+              removes=f"the partition-epoch check: accept a request based on a stale partition epoch "
+                      f"({REPLICATION_DESC} §2.9.2)")
 spec.mutation("ignore_added_broker_epoch", rule="handle_alter_partition",
-              removes="the broker-epoch check of added replicas (seed 003 §2.9.2)")
+              removes=f"the broker-epoch check of added replicas ({REPLICATION_DESC} §2.9.2)")
 spec.mutation("expand_below_hwm", rule="propose_isr_expansion",
-              removes="the HWM condition: add a follower that has not reached the HWM (seed 003 §2.9)")
+              removes=f"the HWM condition: add a follower that has not reached the HWM ({REPLICATION_DESC} §2.9)")
 spec.mutation("expand_below_leso", rule="propose_isr_expansion",
-              removes="the LESO condition: add a follower that has not reached the LESO (seed 003 §2.9)")
+              removes=f"the LESO condition: add a follower that has not reached the LESO ({REPLICATION_DESC} §2.9)")
 spec.mutation("expand_without_fetch_in_epoch", rule="propose_isr_expansion", caught_at="lagging",
-              removes="the fetch-in-epoch condition: add a follower with no fetch in the current leader epoch (seed 003 §2.9)")
+              removes=f"the fetch-in-epoch condition: add a follower with no fetch in the current leader epoch "
+                      f"({REPLICATION_DESC} §2.9)")
 spec.mutation("hwm_below_min_isr", rule="advance_hwm",
               removes="the MinISR condition: advance the HWM while ISR < MinISR with ELR on (KIP-966)")
 spec.mutation("keep_unclean_in_elr", rule="restart_after_unclean_shutdown",
               removes="the ELR removal: a broker restarting after an unclean shutdown stays in the ELR (KIP-966)")
 
 
-# ------------------------------------------------------------------------------------- helpers
-
-
-def rules_of(cfg: KraftConfig) -> Rules:
-    """The controller switches of a config (computed once per config object)."""
-    rules = cfg.__dict__.get("_rules")
-    if rules is None:
-        rules = Rules(cfg.min_isr, cfg.elr, cfg.unclean, cfg.mutated)
-        object.__setattr__(cfg, "_rules", rules)
-    return rules
+# ------------------------------------------------------------ parameter domains and formats
 
 
 def brokers(cfg):
     return range(1, cfg.brokers + 1)
 
 
+def targets(cfg):
+    """Which of the config's `targets` an AlterPartitionReassignments request asks for (an index)."""
+    return range(len(cfg.targets))
+
+
+def as_list(values: tuple) -> str:
+    """A replica list or a log (its epochs) as traces and reasons show it: [2,3]."""
+    return "[" + ",".join(map(str, values)) + "]"
+
+
+def as_set(bits: int) -> str:
+    """A broker set (bitmask) as reasons show it: {1,3}."""
+    return "{" + ",".join(map(str, members(bits))) + "}"
+
+
+def target_text(cfg, index: int) -> str:
+    """A target as traces show it: the replica list it names, `[2,3]`."""
+    return as_list(cfg.targets[index])
+
+
 def leader_choices(cfg):
-    """0 = keep the leader / let the rule decide; b = the controller picks broker b (seed variant:
-    seed 000 lets it pick any member of the new ISR; Kafka's election is deterministic)."""
+    """The controller's leader pick where a partition change elects. 0 = no pick: keep the leader (or
+    none when there is no candidate); b = broker b, where the description lets the controller pick
+    any member of the new ISR [kafka-tlaplus kip-966 §4.2] (seed variant). Kafka's election is
+    deterministic (`PartitionChangeBuilder.electLeader`), so there the only value is 0."""
     return range(0, cfg.brokers + 1) if cfg.completion == "seed" else range(1)
 
 
-def acceptable(s: State) -> int:
-    """Brokers that may lead or join the ISR: running and unfenced."""
-    return broker_facts(s.brokers).unfenced
+def leader_choice_text(cfg, choice: int) -> str:
+    """A leader pick as traces show it: `keep` (Kafka's variant: `elect`, its own election), or the broker."""
+    if choice:
+        return str(choice)
+    return "keep" if cfg.completion == "seed" else "elect"
 
 
-def some_broker_is(s: State, status: int) -> bool:
-    return bool(broker_facts(s.brokers).statuses >> status & 1)
+PICK = {"new_leader": leader_choice_text}
 
 
-class BrokerFacts(NamedTuple):
-    """What rules and their preconditions ask about the brokers as a whole."""
-
-    unfenced: int  # the running, unfenced brokers
-    statuses: int  # the statuses some broker has (a set of status values)
-    unreplicated: bool  # some running self-believed leader has records above its HWM
-    idle: bool  # some running self-believed leader has no AlterPartition pending
-    answered: bool  # some broker has an AlterPartition response to act on
-    unanswered: bool  # some broker has an AlterPartition the controller has not answered
-
-
-@per_state
-def broker_facts(brs: tuple) -> BrokerFacts:
-    """One pass over the brokers, once per state (`successors` asks every rule in turn)."""
-    unfenced = statuses = 0
-    unreplicated = idle = answered = unanswered = False
-    for i, b in enumerate(brs, 1):
-        status = b.status
-        statuses |= 1 << status
-        if status == UNFENCED:
-            unfenced |= 1 << i
-        requested = b.pending.isr
-        if b.known_leader == i and status >= FENCED:
-            if b.hwm < len(b.log):
-                unreplicated = True
-            if not requested:
-                idle = True
-        response = b.response.status
-        if response:
-            if response < AWAITING_METADATA:
-                answered = True
-        elif requested:
-            unanswered = True
-    return BrokerFacts(unfenced, statuses, unreplicated, idle, answered, unanswered)
+# ---------------------------------------------------------------------------------- helpers
 
 
 def running(b: Broker) -> bool:
@@ -292,7 +297,17 @@ def acts_as_leader(s: State, leader: int) -> Broker | None:
     return b if b.status >= FENCED and b.known_leader == leader else None
 
 
+def acceptable(s: State) -> int:
+    """Brokers that may lead or join the ISR: running and unfenced."""
+    return broker_facts(s.brokers).unfenced
+
+
+def some_broker_is(s: State, status: int) -> bool:
+    return bool(broker_facts(s.brokers).statuses >> status & 1)
+
+
 def with_broker(s: State, broker: int, new: Broker) -> tuple:
+    """The brokers of `s` with broker `broker` replaced by `new`."""
     i = broker - 1
     return s.brokers[:i] + (new,) + s.brokers[i + 1:]
 
@@ -302,17 +317,12 @@ def update_broker(s: State, broker: int, new: Broker) -> State:
     return set_brokers(s, with_broker(s, broker, new))
 
 
-NO_REQUEST_CACHE: dict[int, AlterPartition] = {}
-
-
 def no_request(n: int) -> AlterPartition:
-    r = NO_REQUEST_CACHE.get(n)
-    if r is None:
-        r = NO_REQUEST_CACHE[n] = AlterPartition(0, 0, 0, (0,) * n)
-    return r
+    """No AlterPartition in flight (for a cluster of n brokers)."""
+    return AlterPartition(0, 0, 0, (0,) * n)
 
 
-NO_RESPONSE = Response(0, 0, 0, 0)
+NO_RESPONSE = Response(NO_RESPONSE_YET, 0, 0, 0)
 
 
 def fresh_broker(n: int, status: int, epoch: int, log: tuple, hwm: int) -> Broker:
@@ -331,11 +341,35 @@ def forgotten(n: int, b: Broker) -> Broker:
 
 
 def learned(b: Broker, p: Partition) -> Broker:
-    return set_known(b, p.leader, p.leader_epoch, p.partition_epoch, p.isr, mask(p.replicas))
+    """`b` once it knows partition state `p`."""
+    return b._replace(known_leader=p.leader, known_leader_epoch=p.leader_epoch, known_partition_epoch=p.partition_epoch,
+                      known_isr=p.isr, known_replicas=mask(p.replicas))
 
 
 def effective_min_isr(cfg, p: Partition) -> int:
+    """MinISR as the controller applies it: Kafka takes min(MinISR, |replicas|)
+    (`ReplicationControlManager.getTopicEffectiveMinIsr`)."""
     return min(cfg.min_isr, len(p.replicas)) if cfg.completion == "kafka" else cfg.min_isr
+
+
+def commit_partition(cfg, s: State, old: Partition, new: Partition, **changes) -> State:
+    """Apply a partition change; record whether it completed a reassignment below MinISR."""
+    below = s.completed_below_min_isr
+    if ctl.in_progress(old) and not ctl.in_progress(new):
+        below = below or size(new.isr) < effective_min_isr(cfg, new)
+    return s._replace(partition=new, completed_below_min_isr=below, **changes)
+
+
+def may_disrupt(cfg, s: State, budget: str) -> bool:
+    """A disruption of this kind (fault, unclean_shutdown, shrink) is left in its budget, and in the
+    joint one if the config sets it."""
+    b = s.budget
+    if not getattr(b, budget):
+        return False
+    if cfg.max_disruptions < 0:
+        return True
+    used = cfg.max_faults - b.faults + cfg.max_unclean_shutdowns - b.unclean_shutdowns + cfg.max_shrinks - b.shrinks
+    return used < cfg.max_disruptions
 
 
 # ---------------------------------------------------------------------------------- init state
@@ -363,22 +397,17 @@ def init(cfg):
 # =========================================================================== controller rules
 
 
-def commit_partition(cfg, s: State, old: Partition, new: Partition, **changes) -> State:
-    """Apply a partition change; record whether it completed a reassignment below MinISR."""
-    below = s.completed_below_min_isr
-    if ctl.in_progress(old) and not ctl.in_progress(new):
-        below = below or size(new.isr) < effective_min_isr(cfg, new)
-    return s._replace(partition=new, completed_below_min_isr=below, **changes)
-
-
-@spec.rule(target=lambda cfg: range(len(cfg.targets)), new_leader=leader_choices,
+@spec.rule(target=targets, new_leader=leader_choices, format={"target": target_text, **PICK},
            precondition=lambda cfg, s: s.budget.reassignments > 0, applies=lambda cfg: cfg.max_reassignments > 0)
 def alter_partition_reassignments(cfg, s, target, new_leader):
-    """Controller, on an AlterPartitionReassignments request (seed 000 §4.2).
+    """Controller: an AlterPartitionReassignments request moves the partition to `target`
+    [kafka-tlaplus kip-966 §4.1, §4.2] (Kafka: `ReplicationControlManager.changePartitionReassignment`).
+    TLA+: PerformPartitionReassignment.
 
-    Growth: replicas become the union of current and target, `adding`/`removing` are set and the
-    partition epoch is bumped; with nothing to add, the completion change is applied at once if
-    the completion rules allow it.
+    Enabled while the budget allows a reassignment and the change is not a no-op; the seed variant
+    starts only from a settled assignment.
+    Next: growth (replicas = current ++ added, `adding`/`removing` set, partition epoch + 1); with
+    nothing to add, the completion change at once if the completion rules hold.
     """
     p, rules = s.partition, rules_of(cfg)
     if cfg.completion == "kafka":
@@ -399,10 +428,16 @@ def cancellable(cfg, s: State) -> bool:
             and (cfg.completion == "kafka" or not ctl.seed_cancel_refused(p, rules_of(cfg))))
 
 
-@spec.rule(new_leader=leader_choices, precondition=cancellable, applies=lambda cfg: cfg.max_cancels > 0)
+@spec.rule(new_leader=leader_choices, format=PICK, precondition=cancellable, applies=lambda cfg: cfg.max_cancels > 0)
 def cancel_reassignment(cfg, s, new_leader):
-    """Controller: revert an ongoing reassignment (seed 000 §4.5); refused when the reverted ISR
-    would be below MinISR, unless unclean leader election is enabled."""
+    """Controller: a cancellation reverts the ongoing reassignment [kafka-tlaplus kip-966 §4.5] (Kafka:
+    `ReplicationControlManager.cancelPartitionReassignment`, `PartitionReassignmentRevert`).
+
+    Enabled while a reassignment is in progress and the budget allows a cancellation; refused when
+    the reverted ISR would be below MinISR (Kafka: when it would be empty), unless unclean leader
+    election is enabled.
+    Next: the original replicas, the ISR without the `adding` replicas, a leader among them.
+    """
     p, rules = s.partition, rules_of(cfg)
     if cfg.completion == "kafka":
         new = ctl.kafka_cancel(p, rules, acceptable(s)) if not new_leader else None
@@ -413,55 +448,71 @@ def cancel_reassignment(cfg, s, new_leader):
     return s._replace(partition=new, budget=s.budget._replace(cancels=s.budget.cancels - 1))
 
 
-@spec.rule(leader=brokers, new_leader=leader_choices, fair=True,
-           precondition=lambda cfg, s: broker_facts(s.brokers).unanswered)
-def handle_alter_partition(cfg, s, leader, new_leader):
-    """Controller, on an AlterPartition request from `leader` (seed 003 §2.9.2, reference §7).
+def unanswered(cfg, s: State) -> bool:
+    """Some broker has an AlterPartition request the controller has not answered."""
+    return broker_facts(s.brokers).unanswered
 
-    Accepted only if the sender leads in the current leader epoch, the partition epoch matches,
-    the new ISR is made of replicas and contains the leader, and every member is eligible
-    (unfenced, and added replicas with their current broker epoch). Catch-up and completion are
-    one atomic partition change (seed 000 §4.2).
+
+def alter_partition_verdict(cfg, s: State, leader: int, req: AlterPartition, live: int) -> int:
+    """The controller's verdict on `leader`'s request: ACCEPTED, or the error of the first check
+    that fails, in the order of `ReplicationControlManager.validateAlterPartitionData` [kafka-tlaplus v3.5 §2.9.2]."""
+    p = s.partition
+    if req.leader_epoch != p.leader_epoch or p.leader != leader:
+        return STALE_REQUEST  # FENCED_LEADER_EPOCH / INVALID_REQUEST (not the leader)
+    if req.partition_epoch != p.partition_epoch and not cfg.mutated.stale_partition_epoch:
+        return STALE_REQUEST  # INVALID_UPDATE_VERSION
+    if req.isr & ~mask(p.replicas) or not req.isr & bit(leader):
+        return STALE_REQUEST  # INVALID_REQUEST: a member is not a replica, or the leader is missing
+    if req.isr & ~live:
+        return INELIGIBLE_REPLICA  # fenced or shutting down
+    if not cfg.mutated.ignore_added_broker_epoch and any(
+            sent and s.brokers[f - 1].epoch != sent for f, sent in enumerate(req.added_epochs, 1)):
+        return INELIGIBLE_REPLICA  # broker epoch mismatch: the added replica restarted since the leader saw it
+    return ACCEPTED
+
+
+@spec.rule(leader=brokers, new_leader=leader_choices, format=PICK, fair=True, precondition=unanswered)
+def handle_alter_partition(cfg, s, leader, new_leader):
+    """Controller: handles the AlterPartition request `leader` sent [kafka-tlaplus v3.5 §2.9.2] (Kafka:
+    `ReplicationControlManager.alterPartition`). TLA+: ReceiveAlterPartitionRequest.
+
+    Enabled while `leader`'s request is unanswered.
+    Next: accepted only if the sender leads in the current leader epoch, the partition epoch
+    matches, the new ISR is made of replicas and contains the leader, and every member is eligible
+    (unfenced; an added replica with the broker epoch the leader saw). Then catch-up and completion
+    are one atomic partition change [kafka-tlaplus kip-966 §4.2], with `new_leader` the controller's pick if
+    completion removes the leader, and the response carries the new ISR and epochs. Otherwise the
+    response carries the error and nothing else changes.
     """
     b = s.brokers[leader - 1]
     req = b.pending
-    if not req.isr or b.response.status:
+    if not req.isr or b.response.status != NO_RESPONSE_YET:
         return None
     p, rules = s.partition, rules_of(cfg)
     live = acceptable(s)
-    error = NO_RESPONSE_YET
-    if req.leader_epoch != p.leader_epoch or p.leader != leader:
-        error = STALE_REQUEST  # FENCED_LEADER_EPOCH / INVALID_REQUEST
-    elif req.partition_epoch != p.partition_epoch and not cfg.mutated.stale_partition_epoch:
-        error = STALE_REQUEST  # INVALID_UPDATE_VERSION
-    elif req.isr & ~mask(p.replicas) or not req.isr & bit(leader):
-        error = STALE_REQUEST  # INVALID_REQUEST
-    elif req.isr & ~live:
-        error = INELIGIBLE_REPLICA  # fenced or shutting down
-    elif not cfg.mutated.ignore_added_broker_epoch and any(
-            sent and s.brokers[f - 1].epoch != sent for f, sent in enumerate(req.added_epochs, 1)):
-        error = INELIGIBLE_REPLICA  # broker epoch mismatch: the replica restarted
-    ok = not error
-    new = None
-    if ok:
-        if cfg.completion == "kafka":
-            new = None if new_leader else ctl.kafka_build(p, rules, live, target_isr=req.isr, recovered=True)
-            if new is None and new_leader:
-                return None
-        else:
-            new = ctl.seed_alter_isr(p, req.isr, rules, live, new_leader)
-            if new is None and (new_leader or req.isr != p.isr or p.recovering):
-                return None
-    elif new_leader:
-        return None
-    after = new or p
-    response = Response(ACCEPTED, after.isr, after.leader_epoch, after.partition_epoch) if ok else Response(error, 0, 0, 0)
-    s = update_broker(s, leader, b._replace(response=response))
+    verdict = alter_partition_verdict(cfg, s, leader, req, live)
+    if verdict != ACCEPTED:
+        if new_leader:
+            return None  # no partition change, so no leader pick
+        return update_broker(s, leader, b._replace(response=Response(verdict, 0, 0, 0)))
+    if cfg.completion == "kafka":
+        if new_leader:
+            return None
+        new = ctl.kafka_build(p, rules, live, target_isr=req.isr, recovered=True)
+    else:
+        new = ctl.seed_alter_isr(p, req.isr, rules, live, new_leader)
+        if new is None and (new_leader or req.isr != p.isr or p.recovering):
+            return None  # not a legal leader pick
+    after = new or p  # None: accepted, and the partition already is what the leader asks for
+    s = update_broker(s, leader, b._replace(response=Response(ACCEPTED, after.isr, after.leader_epoch,
+                                                               after.partition_epoch)))
     return commit_partition(cfg, s, p, new) if new is not None else s
 
 
 def remove_broker(cfg, s: State, broker: int, new_leader: int, unclean_shutdown: int = 0) -> Partition | None:
-    """The controller takes `broker` out of the ISR (fencing, shutdown); re-elects if it led."""
+    """The controller takes `broker` out of the ISR (fencing, shutdown) and re-elects if it led
+    [kafka-tlaplus v3.5 §2.8, §2.9.1] (Kafka: `ReplicationControlManager.generateLeaderAndIsrUpdates`).
+    Returns the partition unchanged if the broker had no part in it, None if `new_leader` is not a legal pick."""
     p, rules = s.partition, rules_of(cfg)
     live = acceptable(s) & ~bit(broker)
     if cfg.completion == "kafka":
@@ -475,42 +526,39 @@ def remove_broker(cfg, s: State, broker: int, new_leader: int, unclean_shutdown:
     return new
 
 
-def may_disrupt(cfg, s: State, budget: str) -> bool:
-    """A disruption of this kind (fault, unclean_shutdown, shrink) is left in its budget, and in the
-    joint one if the config sets it."""
-    b = s.budget
-    if not getattr(b, budget):
-        return False
-    if cfg.max_disruptions < 0:
-        return True
-    used = cfg.max_faults - b.faults + cfg.max_unclean_shutdowns - b.unclean_shutdowns + cfg.max_shrinks - b.shrinks
-    return used < cfg.max_disruptions
-
-
-@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: may_disrupt(cfg, s, "faults"),
-           applies=lambda cfg: cfg.max_faults > 0)
+@spec.rule(broker=brokers, new_leader=leader_choices, format=PICK,
+           precondition=lambda cfg, s: may_disrupt(cfg, s, "faults"), applies=lambda cfg: cfg.max_faults > 0)
 def fence(cfg, s, broker, new_leader):
-    """Controller: a broker missed its heartbeats; it leaves every ISR and loses leadership
-    (seed 003 §1.2.2, §2.8). The broker keeps running, possibly still believing it leads."""
+    """Controller: fences `broker`, which missed its heartbeats [kafka-tlaplus v3.5 §1.2.2, §2.8]. TLA+: FenceBroker.
+
+    Enabled for an unfenced broker while the fault budget allows.
+    Next: the broker leaves the ISR and loses leadership; it keeps running, possibly still
+    believing it leads.
+    """
     b = s.brokers[broker - 1]
     if b.status != UNFENCED:
         return None
     new = remove_broker(cfg, s, broker, new_leader)
     if new is None:
         return None
-    brs = with_broker(s, broker, set_status(b, FENCED))
+    brs = with_broker(s, broker, b._replace(status=FENCED))
     return commit_partition(cfg, s, s.partition, new, brokers=brs, budget=s.budget._replace(faults=s.budget.faults - 1))
 
 
 @spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: some_broker_is(s, FENCED),
            applies=lambda cfg: cfg.max_faults + cfg.max_unclean_shutdowns > 0)
 def unfence(cfg, s, broker):
-    """Controller: a running fenced broker heartbeats again. Kafka then elects a leader for a
-    leaderless partition (reference §9); the seed variant does that in `clean_election`."""
+    """Controller: unfences `broker`, a running fenced broker that heartbeats again. TLA+: UnfenceBroker.
+
+    Enabled for a fenced broker.
+    Next: the broker is unfenced (it does not rejoin the ISR). Kafka then elects a leader for a
+    leaderless partition (`ReplicationControlManager.generateLeaderAndIsrUpdates`); the seed
+    variant does that in `clean_election`.
+    """
     b = s.brokers[broker - 1]
     if b.status != FENCED:
         return None
-    s2 = update_broker(s, broker, set_status(b, UNFENCED))
+    s2 = update_broker(s, broker, b._replace(status=UNFENCED))
     if cfg.completion == "kafka" and not s.partition.leader:
         new = ctl.kafka_build(s.partition, rules_of(cfg), acceptable(s2), target_isr=s.partition.isr)
         if new is not None:
@@ -518,20 +566,28 @@ def unfence(cfg, s, broker):
     return s2
 
 
-@spec.rule(broker=brokers, new_leader=leader_choices, precondition=lambda cfg, s: may_disrupt(cfg, s, "faults"),
-           applies=lambda cfg: cfg.max_faults > 0)
+@spec.rule(broker=brokers, new_leader=leader_choices, format=PICK,
+           precondition=lambda cfg, s: may_disrupt(cfg, s, "faults"), applies=lambda cfg: cfg.max_faults > 0)
 def clean_shutdown(cfg, s, broker, new_leader):
-    """A broker shuts down cleanly: controlled shutdown takes it out of the ISR (and leadership)
-    first; its log is flushed."""
+    """Broker and controller: `broker` shuts down cleanly. TLA+: NoDataLossShutdown.
+
+    Enabled for a running broker while the fault budget allows.
+    Next: controlled shutdown takes it out of the ISR (and leadership) first; its log is flushed
+    (OFFLINE).
+    """
     return shut_down(cfg, s, broker, new_leader, OFFLINE, "faults")
 
 
-@spec.rule(broker=brokers, new_leader=leader_choices,
+@spec.rule(broker=brokers, new_leader=leader_choices, format=PICK,
            precondition=lambda cfg, s: may_disrupt(cfg, s, "unclean_shutdowns"),
            applies=lambda cfg: cfg.max_unclean_shutdowns > 0)
 def unclean_shutdown(cfg, s, broker, new_leader):
-    """A broker loses power. The controller fences it (it leaves the ISR; ELR may keep it until it
-    re-registers). What it had not flushed is lost at restart."""
+    """Broker: `broker` loses power; the controller fences it. TLA+: DataLossShutdown.
+
+    Enabled for a running broker while the unclean-shutdown budget allows.
+    Next: it leaves the ISR (the ELR may keep it until it re-registers, KIP-966) and is CRASHED:
+    what it had not flushed is lost at restart.
+    """
     return shut_down(cfg, s, broker, new_leader, CRASHED, "unclean_shutdowns")
 
 
@@ -541,19 +597,24 @@ def shut_down(cfg, s: State, broker: int, new_leader: int, status: int, budget: 
     b = s.brokers[broker - 1]
     if not running(b):
         return None
-    left = getattr(s.budget, budget)
     new = remove_broker(cfg, s, broker, new_leader)
     if new is None:
         return None
     down = fresh_broker(cfg.brokers, status, b.epoch, b.log, b.hwm)
     return commit_partition(cfg, s, s.partition, new, brokers=with_broker(s, broker, down),
-                            budget=s.budget._replace(**{budget: left - 1}))
+                            budget=s.budget._replace(**{budget: getattr(s.budget, budget) - 1}))
 
 
 @spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: some_broker_is(s, OFFLINE),
            applies=lambda cfg: cfg.max_faults > 0)
 def restart(cfg, s, broker):
-    """A cleanly shut down broker starts and registers with a new broker epoch (fenced)."""
+    """Broker: a cleanly shut down `broker` starts and registers [kafka-tlaplus v3.5 §1.2.2]. TLA+:
+    BrokerStart, ReceiveBrokerRegRequest, ReceiveBrokerRegResponse (one step here; it is unfenced
+    later, by `unfence`).
+
+    Enabled for an OFFLINE broker.
+    Next: it runs, fenced, with a new broker epoch and its whole log.
+    """
     b = s.brokers[broker - 1]
     if b.status != OFFLINE:
         return None
@@ -564,8 +625,14 @@ def restart(cfg, s, broker):
            precondition=lambda cfg, s: some_broker_is(s, CRASHED),
            applies=lambda cfg: cfg.max_unclean_shutdowns > 0)
 def restart_after_unclean_shutdown(cfg, s, broker, keep):
-    """A crashed broker restarts with only `keep` records flushed, and registers with a new broker
-    epoch and the unclean-shutdown flag: the controller removes it from the ELR (KIP-966)."""
+    """Broker and controller: a crashed `broker` restarts with only `keep` records flushed and
+    registers with the unclean-shutdown flag (KIP-966). TLA+: BrokerStart, then
+    ReceiveBrokerRegRequest's ProcessUncleanBroker.
+
+    Enabled for a CRASHED broker that had at least `keep` records.
+    Next: it runs, fenced, with a new broker epoch and the first `keep` records; the controller
+    removes it from the ELR (Kafka: `ReplicationControlManager.handleBrokerUncleanShutdown`).
+    """
     b = s.brokers[broker - 1]
     if b.status != CRASHED or keep > len(b.log):
         return None
@@ -586,8 +653,12 @@ def restart_after_unclean_shutdown(cfg, s, broker, keep):
 @spec.rule(candidate=brokers, fair=True, precondition=lambda cfg, s: not s.partition.leader,
            applies=lambda cfg: cfg.completion == "seed")
 def clean_election(cfg, s, candidate):
-    """Controller (seed variant): a leaderless partition elects an unfenced ISR member, or an
-    unfenced ELR member when the ISR is empty."""
+    """Controller (seed variant): elects `candidate` to lead a leaderless partition [kafka-tlaplus v3.5 §2.8, KIP-966].
+
+    Enabled while the partition has no leader, for an unfenced ISR member, or an unfenced ELR
+    member when the ISR is empty.
+    Next: `candidate` leads (an ELR member becomes the ISR); both epochs are bumped.
+    """
     new = ctl.seed_clean_election(s.partition, candidate, rules_of(cfg), acceptable(s))
     return None if new is None else s._replace(partition=new)
 
@@ -595,8 +666,13 @@ def clean_election(cfg, s, candidate):
 @spec.rule(candidate=brokers, precondition=lambda cfg, s: not s.partition.leader,
            applies=lambda cfg: cfg.completion == "seed" and cfg.unclean)
 def unclean_election(cfg, s, candidate):
-    """Controller (seed variant, unclean election enabled): no clean candidate is available, so
-    any live replica is elected; the partition enters leader recovery."""
+    """Controller (seed variant, unclean election enabled): elects any live replica when no clean
+    candidate is available [kafka-tlaplus v3.5 §2.8].
+
+    Enabled while the partition has no leader and no unfenced ISR (or ELR) member, for an
+    unfenced replica.
+    Next: `candidate` leads alone (ISR = {candidate}, ELR empty) and the partition enters leader recovery.
+    """
     new = ctl.seed_unclean_election(s.partition, candidate, rules_of(cfg), acceptable(s))
     return None if new is None else s._replace(partition=new)
 
@@ -606,8 +682,13 @@ def unclean_election(cfg, s, candidate):
 
 @spec.rule(broker=brokers, fair=True)
 def learn_metadata(cfg, s, broker):
-    """A running broker catches up with the metadata log and acts on the partition's state
-    (seed 003 §2.10): leader or follower transitions; a removed replica deletes its log."""
+    """Broker: `broker` catches up with the metadata log and acts on the partition's state
+    [kafka-tlaplus v3.5 §2.10]. TLA+: ReceiveMetadataUpdate.
+
+    Enabled for a running broker whose partition epoch is behind the controller's, if it is a
+    replica or holds something of the partition.
+    Next: see `broker_after_learning`.
+    """
     b = s.brokers[broker - 1]
     p = s.partition
     if b.status < FENCED or b.known_partition_epoch == p.partition_epoch:
@@ -617,47 +698,56 @@ def learn_metadata(cfg, s, broker):
     return update_broker(s, broker, broker_after_learning(cfg.brokers, broker, b, p))
 
 
-@memoized
 def broker_after_learning(n: int, broker: int, b: Broker, p: Partition) -> Broker:
-    """What `broker` (state `b`) becomes when it learns partition state `p`: pure, so cached (a
-    search meets the same broker and partition in many states)."""
+    """What `broker` (state `b`) becomes when it learns partition state `p` [kafka-tlaplus v3.5 §2.10]: it
+    takes the metadata; a leader waiting for metadata drops its request; a removed replica deletes
+    its log; a new leader starts with fresh follower state and its LESO; a leader re-elected in a
+    new epoch keeps what it knows of the ISR's fetches; a demoted leader drops its leader state."""
     was_leader = b.known_leader == broker
     new = learned(b, p)
     if b.response.status == AWAITING_METADATA:
-        new = set_request(new, no_request(n), NO_RESPONSE)
-    if not new.known_replicas & bit(broker):
-        new = forgotten(n, b)
-    elif p.leader == broker:
+        new = new._replace(pending=no_request(n), response=NO_RESPONSE)
+    if not new.known_replicas & bit(broker):  # removed: delete the partition
+        return forgotten(n, b)
+    zeros = (0,) * n
+    if p.leader == broker:
         if not was_leader:  # follower -> leader (§2.10.1): fresh follower state, new LESO
-            zeros = (0,) * n
-            new = set_leader_state(new, p.isr, len(b.log), zeros, zeros, 0)
-        elif p.leader_epoch != b.known_leader_epoch:  # leader -> leader, new epoch (§2.10.3)
-            new = set_leader_state(new, p.isr, len(b.log), b.follower_leo, b.follower_epoch, b.fetched & p.isr)
-        else:  # same epoch (§2.10.2): the committed ISR replaces the maximal one
-            new = new._replace(maximal_isr=p.isr)
-    elif was_leader:  # leader -> follower
-        zeros = (0,) * n
-        new = set_leader_state(new, 0, 0, zeros, zeros, 0)
+            return new._replace(maximal_isr=p.isr, leso=len(b.log), follower_leo=zeros, follower_epoch=zeros, fetched=0)
+        if p.leader_epoch != b.known_leader_epoch:  # leader -> leader, new epoch (§2.10.3)
+            return new._replace(maximal_isr=p.isr, leso=len(b.log), fetched=b.fetched & p.isr)
+        return new._replace(maximal_isr=p.isr)  # same epoch (§2.10.2): the committed ISR replaces the maximal one
+    if was_leader:  # leader -> follower (§2.10.4)
+        return new._replace(maximal_isr=0, leso=0, follower_leo=zeros, follower_epoch=zeros, fetched=0)
     return new
 
 
 @spec.rule(leader=brokers, precondition=lambda cfg, s: s.budget.records > 0)
 def produce(cfg, s, leader):
-    """Leader: append an acks=all record in its leader epoch; refused while ISR < MinISR (seed 003 §2.6)."""
+    """Leader: `leader` appends an acks=all record in its leader epoch [kafka-tlaplus v3.5 §2.5, §2.6].
+    TLA+: WriteRecordToLeader.
+
+    Enabled for a running broker that believes it leads, with ISR >= MinISR (it refuses writes
+    below), while the record budget allows.
+    Next: its log grows by one record of its leader epoch.
+    """
     b = acts_as_leader(s, leader)
     if b is None or size(b.known_isr) < cfg.min_isr:
         return None
-    new = set_log(b, b.log + (b.known_leader_epoch,))
-    return s._replace(brokers=with_broker(s, leader, new), budget=s.budget._replace(records=s.budget.records - 1))
+    return s._replace(brokers=with_broker(s, leader, b._replace(log=b.log + (b.known_leader_epoch,))),
+                      budget=s.budget._replace(records=s.budget.records - 1))
 
 
 @spec.rule(follower=brokers, fair=True)
 def fetch(cfg, s, follower):
-    """Follower: fetch from the leader it knows, in the same leader epoch (seed 003 §2.2.2).
+    """Follower: `follower` fetches from the leader it knows, in the same leader epoch
+    [kafka-tlaplus v3.5 §2.2.2]. TLA+: SendFetchRequest, ReceiveFetchRequest, ReceiveFetchResponse (one step here).
 
-    The leader records the fetch offset, broker epoch and "fetched in this leader epoch"; a
-    diverging follower truncates to the common prefix, otherwise it appends the next record and
-    takes min(leader HWM, its LEO) as its HWM.
+    Enabled for a running follower whose leader is running, believes it leads in the same epoch
+    and knows the follower as a replica; and unless the follower is caught up and the leader
+    already knows it.
+    Next: a diverging follower truncates to the common prefix; otherwise it appends the next record
+    and takes min(leader HWM, its LEO) as its HWM, and the leader records the fetch offset, broker
+    epoch and "fetched in this leader epoch" (`after_fetch`).
     """
     f = s.brokers[follower - 1]
     lid = f.known_leader
@@ -675,7 +765,7 @@ def fetch(cfg, s, follower):
             if x != y:
                 break
             common += 1
-        return update_broker(s, follower, set_log_and_hwm(f, flog[:common], min(f.hwm, common)))
+        return update_broker(s, follower, f._replace(log=flog[:common], hwm=min(f.hwm, common)))
     grows = offset < len(llog)
     hwm = min(ld.hwm, offset + grows)
     i = follower - 1
@@ -687,16 +777,15 @@ def fetch(cfg, s, follower):
     return set_brokers(s, tuple(brs))
 
 
-@memoized
 def after_fetch(follower: int, f: Broker, ld: Broker, hwm: int) -> tuple[Broker, Broker]:
     """The follower and its leader after a fetch that does not diverge: the follower takes the
-    next record (if any) and `hwm`; the leader records the fetch. Pure, so cached."""
+    next record (if any) and `hwm`; the leader records the fetch."""
     i, offset = follower - 1, len(f.log)
     log = f.log + (ld.log[offset],) if offset < len(ld.log) else f.log
-    leader_view = set_follower_view(ld, ld.follower_leo[:i] + (offset,) + ld.follower_leo[i + 1:],
-                                    ld.follower_epoch[:i] + (f.epoch,) + ld.follower_epoch[i + 1:],
-                                    ld.fetched | bit(follower))
-    return set_log_and_hwm(f, log, hwm), leader_view
+    leader_view = ld._replace(follower_leo=ld.follower_leo[:i] + (offset,) + ld.follower_leo[i + 1:],
+                              follower_epoch=ld.follower_epoch[:i] + (f.epoch,) + ld.follower_epoch[i + 1:],
+                              fetched=ld.fetched | bit(follower))
+    return f._replace(log=log, hwm=hwm), leader_view
 
 
 def unreplicated_leader(cfg, s: State) -> bool:
@@ -706,9 +795,14 @@ def unreplicated_leader(cfg, s: State) -> bool:
 
 @spec.rule(leader=brokers, fair=True, precondition=unreplicated_leader)
 def advance_hwm(cfg, s, leader):
-    """Leader: the HWM advances to the smallest fetch offset in the Maximal ISR (seed 003 §2.7);
-    with ELR, only while the ISR >= MinISR (KIP-966). Records below it are committed, and acked to
-    acks=all producers if the ISR >= MinISR."""
+    """Leader: `leader` advances its HWM to the smallest fetch offset in the Maximal ISR
+    [kafka-tlaplus v3.5 §2.7].
+
+    Enabled for a running broker that believes it leads when its log end and the fetch offset of
+    every other Maximal ISR member are above its HWM; with ELR, only while the ISR >= MinISR (KIP-966).
+    Next: the records below the new HWM are committed, and acknowledged to acks=all producers if
+    the ISR >= MinISR (the history records both).
+    """
     b = acts_as_leader(s, leader)
     if b is None:
         return None
@@ -731,7 +825,7 @@ def advance_hwm(cfg, s, leader):
     acked = s.acked
     if not under_min and hwm > len(acked):
         acked = prefix
-    return s._replace(brokers=with_broker(s, leader, set_hwm(b, hwm)), committed=committed, acked=acked,
+    return s._replace(brokers=with_broker(s, leader, b._replace(hwm=hwm)), committed=committed, acked=acked,
                       committed_overwritten=overwritten)
 
 
@@ -742,9 +836,15 @@ def idle_leader(cfg, s: State) -> bool:
 
 @spec.rule(leader=brokers, follower=brokers, fair=True, precondition=idle_leader)
 def propose_isr_expansion(cfg, s, leader, follower):
-    """Leader: send AlterPartition adding an out-of-sync follower that is in sync by seed 003 §2.9:
-    its fetch offset reached the HWM and the LESO, and it fetched in the current leader epoch.
-    The Maximal ISR becomes the union of the ISR and the proposal."""
+    """Leader: `leader` sends AlterPartition to add `follower` to the ISR [kafka-tlaplus v3.5 §2.9, §2.9.2].
+    TLA+: SendAlterPartitionRequest.
+
+    Enabled for a running broker that believes it leads with no AlterPartition pending, and an
+    out-of-sync replica that is in sync: its fetch offset reached the HWM and the LESO, and it
+    fetched in the current leader epoch.
+    Next: the request (ISR + follower, the leader's epochs, the follower's broker epoch) is in
+    flight, and the Maximal ISR becomes the union of the ISR and the proposal.
+    """
     if leader == follower:
         return None
     b = acts_as_leader(s, leader)
@@ -770,8 +870,14 @@ def propose_isr_expansion(cfg, s, leader, follower):
            precondition=lambda cfg, s: may_disrupt(cfg, s, "shrinks") and idle_leader(cfg, s),
            applies=lambda cfg: cfg.max_shrinks > 0)
 def propose_isr_shrink(cfg, s, leader, follower):
-    """Leader: send AlterPartition removing a follower that lags or stopped fetching (seed 003
-    §2.9); the Maximal ISR keeps it until the change is committed."""
+    """Leader: `leader` sends AlterPartition to remove `follower`, which lags or stopped fetching,
+    from the ISR [kafka-tlaplus v3.5 §2.9, §2.9.2]. TLA+: SendAlterPartitionRequest (a timed-out follower).
+
+    Enabled for a running broker that believes it leads with no AlterPartition pending, and an ISR
+    member, while the shrink budget allows.
+    Next: the request (ISR - follower) is in flight; the Maximal ISR keeps the follower until the
+    change is committed.
+    """
     if leader == follower:
         return None
     b = acts_as_leader(s, leader)
@@ -784,18 +890,24 @@ def propose_isr_shrink(cfg, s, leader, follower):
 
 
 def answered(cfg, s: State) -> bool:
+    """Some broker has an AlterPartition response to act on."""
     return broker_facts(s.brokers).answered
 
 
 @spec.rule(leader=brokers, fair=True, precondition=answered)
 def handle_alter_partition_response(cfg, s, leader):
-    """Leader: act on the AlterPartition response (seed 003 §2.9.2, as Kafka's Partition does).
+    """Leader: `leader` acts on the controller's AlterPartition response [kafka-tlaplus v3.5 §2.9.2], as
+    Kafka's `Partition.handleAlterPartitionError` / `handleAlterPartitionUpdate` do.
+    TLA+: ReceiveAlterPartitionResponse.
 
-    Accepted in its leader epoch and newer than what it knows: commit the ISR and partition
-    epoch. INELIGIBLE_REPLICA: roll the Maximal ISR back to the ISR. Otherwise (accepted in a
-    newer leader epoch, stale epochs): keep the pending state until the metadata arrives. Seed
-    003 rolls back on every error; that reading is unsafe for a leader that has not yet learned
-    it was replaced (see docs/ARCHITECTURE.md), so the model follows Kafka here.
+    Enabled for a broker holding a response it has not acted on (ACCEPTED, INELIGIBLE_REPLICA,
+    STALE_REQUEST).
+    Next: the request and response are done. If it no longer leads, or learned newer metadata
+    since sending, nothing else. ACCEPTED in its leader epoch: it takes the ISR and partition epoch.
+    INELIGIBLE_REPLICA: it rolls the Maximal ISR back to the ISR. Otherwise (accepted in another
+    leader epoch, stale epochs) it keeps the pending state, AWAITING_METADATA. The description
+    rolls back on every error; that reading is unsafe for a leader that has not yet learned it was
+    replaced (docs/ARCHITECTURE.md, "The kraft model"), so the model follows Kafka here.
     """
     b = s.brokers[leader - 1]
     r = b.response
@@ -823,3 +935,67 @@ def reassignment_done(cfg, s: State) -> bool:
 spec.eventually("ReassignmentCompletes", goal=reassignment_done,
                 trigger=lambda cfg, s: ctl.in_progress(s.partition),
                 doc="a started reassignment eventually completes (or is cancelled) once faults stop")
+
+
+# ---- speed: measured hot paths (docs/PERFORMANCE.md, "BFS throughput (kraft ci)", sessions 13-15) ----
+# Nothing below changes what the model does; each measure was kept because a profile of kraft ci showed it.
+
+# Rules call `_replace` on nearly every step: a `_replace` twice as fast as the stdlib's.
+fast_replace(Partition, AlterPartition, Response, Broker, Budget, State)
+# Every broker-level step replaces the brokers of a state (update_broker, fetch).
+set_brokers = setter(State, "brokers")
+# handle_alter_partition_response clears a request and its response on about 15% of all successors.
+set_request = setter(Broker, "pending", "response")
+# ... and builds the empty request each time: one shared object per broker count.
+no_request = memoized(no_request)
+# 98% of learn_metadata steps meet a (broker, partition) pair seen before: computed once per pair.
+broker_after_learning = memoized(broker_after_learning)
+# Most non-diverging fetches repeat a (follower, leader) exchange seen before.
+after_fetch = memoized(after_fetch)
+
+
+def rules_of(cfg: KraftConfig) -> Rules:
+    """The controller switches of a config, one object per config: every controller rule passes it
+    to a memoized `specs.kraft.controller` function, whose cache then compares it by identity."""
+    rules = cfg.__dict__.get("_rules")
+    if rules is None:
+        rules = Rules(cfg.min_isr, cfg.elr, cfg.unclean, cfg.mutated)
+        object.__setattr__(cfg, "_rules", rules)
+    return rules
+
+
+class BrokerFacts(NamedTuple):
+    """What rules and their preconditions ask about the brokers as a whole."""
+
+    unfenced: int  # the running, unfenced brokers
+    statuses: int  # the statuses some broker has (a set of status codes)
+    unreplicated: bool  # some running self-believed leader has records above its HWM
+    idle: bool  # some running self-believed leader has no AlterPartition pending
+    answered: bool  # some broker has an AlterPartition response to act on
+    unanswered: bool  # some broker has an AlterPartition the controller has not answered
+
+
+@per_state
+def broker_facts(brs: tuple) -> BrokerFacts:
+    """One pass over the brokers, once per state: `successors` asks every rule's precondition in
+    turn, and six of them ask about the brokers as a whole."""
+    unfenced = statuses = 0
+    unreplicated = idle = answered = unanswered = False
+    for i, b in enumerate(brs, 1):
+        status = b.status
+        statuses |= 1 << status
+        if status == UNFENCED:
+            unfenced |= 1 << i
+        requested = b.pending.isr
+        if b.known_leader == i and status >= FENCED:
+            if b.hwm < len(b.log):
+                unreplicated = True
+            if not requested:
+                idle = True
+        response = b.response.status
+        if response:
+            if response < AWAITING_METADATA:
+                answered = True
+        elif requested:
+            unanswered = True
+    return BrokerFacts(unfenced, statuses, unreplicated, idle, answered, unanswered)

@@ -1,25 +1,31 @@
 """The KRaft controller's partition-change logic, as pure functions over partition metadata.
 
+Citations as in `specs.kraft`: [kafka-tlaplus kip-966 §4.x] is the Kafka replication protocol
+description (kafka-tlaplus, kip-966), ch. 4 §4.x (partition reassignment); [kafka-tlaplus v3.5 §2.x]
+the same description (kafka-tlaplus, v3.5), ch. 2 §2.x (the replication algorithm). Kafka class and
+method names refer to apache/kafka at 1eb76443 (metadata module, package org.apache.kafka.controller).
+
 Two protocols live here, selected by the `completion` variant of the `kraft` spec:
 
-* `seed` (default) follows seed 000 (reassignment) and seed 003 (replication): growth keeps the
-  current replica order and appends the added replicas; completion needs "every `adding` replica
-  in the final ISR and the final ISR >= MinISR"; completion trims `removing` replicas from the ISR
-  and the ELR and bumps the leader epoch every time; where the document lets the controller pick
-  any member of the new ISR as leader, the pick is a parameter of the rule (`choice`), so every
-  legal pick is explored.
-* `kafka` follows ../shared/reference/kafka-controller-semantics.md exactly (apache/kafka
-  1eb76443): `PartitionChangeBuilder.build()` in its order (complete reassignment -> populate ELR
-  -> elect -> leader-epoch triggers -> write ELR/ISR -> last-known-leader -> record), merged
-  replica order `target ++ removing`, revert order `merged - adding`, the deterministic election
-  order, the effective MinISR `min(minISR, |replicas|)`, the leader epoch bumped only on a leader
-  change or a replica set that is not a superset.
+* `seed` (default) follows the protocol description, ch. 4 (kip-966) for reassignment and ch. 2
+  (v3.5) for replication: growth keeps the current replica order and appends the added
+  replicas; completion needs "every `adding` replica in the final ISR and the final ISR >= MinISR";
+  completion trims `removing` replicas from the ISR and the ELR and bumps the leader epoch every
+  time; where the description lets the controller pick any member of the new ISR as leader, the
+  pick is a parameter of the rule (`choice`), so every legal pick is explored.
+* `kafka` follows Kafka's controller exactly: `PartitionChangeBuilder.build()` in its order
+  (complete reassignment -> populate ELR -> elect -> leader-epoch triggers -> write ELR/ISR ->
+  last-known-leader -> record), the merged replica order `target ++ removing` of
+  `PartitionReassignmentReplicas`, the revert order `merged - adding` of
+  `PartitionReassignmentRevert`, the deterministic election order of `electAnyLeader`, the
+  effective MinISR `min(minISR, |replicas|)` of `ReplicationControlManager.getTopicEffectiveMinIsr`,
+  and the leader epoch bumped only on a leader change or a replica set that is not a superset.
 
 Broker sets are bitmasks (bit b = broker b). ISR order is not kept: Kafka's ISR order has no
 effect on any rule modelled here (elections iterate the replica list).
 Every function returns the new `Partition`, or None when the change is refused or is a no-op
-(Kafka's `build()` returning no record). Being pure, the rule entry points are `memoized`: a
-search meets the same partition in many states.
+(Kafka's `build()` returning no record). Being pure, the rule entry points are memoized (the last
+section of this module): a search meets the same partition in many states.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ NO_LEADER = 0  # shown as -1 (Kafka's NO_LEADER) in traces
 
 
 class Partition(NamedTuple):
-    """Partition metadata as the controller stores it (seed 003 §2.3, plus ELR from KIP-966)."""
+    """Partition metadata as the controller stores it [kafka-tlaplus v3.5 §2.3], plus the ELR of KIP-966."""
 
     replicas: Annotated[tuple, Seq(Int())]  # ordered broker ids
     isr: Annotated[int, IdSet()]
@@ -53,7 +59,7 @@ class Partition(NamedTuple):
 
 
 def in_progress(p: Partition) -> bool:
-    """Seed 000 §4.2: a reassignment is ongoing iff `adding` or `removing` is non-empty."""
+    """A reassignment is ongoing iff `adding` or `removing` is non-empty [kafka-tlaplus kip-966 §4.2]."""
     return bool(p.adding or p.removing)
 
 
@@ -67,16 +73,16 @@ class Rules(NamedTuple):
 
 
 # ============================================================================================
-# Seed variant (seed 000 + seed 003)
+# The `seed` variant: the protocol description (kafka-tlaplus, kip-966 ch. 4 and v3.5 ch. 2)
 # ============================================================================================
 
 
 def seed_isr_change(p: Partition, new_isr: int, rules: Rules, unclean_shutdown: int = 0) -> tuple[int, int]:
-    """ISR and ELR after the ISR becomes `new_isr` (seed 003 §2.8, KIP-966).
+    """ISR and ELR after the ISR becomes `new_isr` [kafka-tlaplus v3.5 §2.8], with KIP-966's ELR.
 
     With ELR: replicas leaving the ISR while it is below MinISR become eligible leaders; once the
     ISR is back at MinISR the ELR is emptied. Without ELR the ISR never shrinks to empty: the
-    last replica standing stays in it (seed 003 §2.8).
+    last replica standing stays in it [kafka-tlaplus v3.5 §2.8].
     """
     if not rules.elr:
         return (new_isr or p.isr), 0
@@ -99,7 +105,7 @@ def seed_pick_leader(current: int, candidates: int, choice: int) -> int | None:
 
 
 def seed_final_isr(p: Partition, new_isr: int, rules: Rules) -> int | None:
-    """The final ISR if the completion rules of seed 000 §4.2 hold, else None.
+    """The final ISR if the completion rules of [kafka-tlaplus kip-966 §4.2] hold, else None.
 
     Rules: (1) the final ISR >= MinISR; (2) every `adding` replica is in the final ISR.
     """
@@ -112,7 +118,7 @@ def seed_final_isr(p: Partition, new_isr: int, rules: Rules) -> int | None:
 
 
 def seed_complete(p: Partition, final_isr: int, rules: Rules, acceptable: int, choice: int) -> Partition | None:
-    """Seed 000 §4.2 step 3, the completion partition change: replicas become the target, the ISR
+    """The completion partition change [kafka-tlaplus kip-966 §4.2, step 3]: replicas become the target, the ISR
     and ELR lose the `removing` replicas, a removed leader is replaced by a member of the new ISR,
     both epochs are bumped. None if `choice` is not a legal leader pick."""
     replicas = tuple(r for r in p.replicas if not p.removing >> r & 1)
@@ -123,16 +129,16 @@ def seed_complete(p: Partition, final_isr: int, rules: Rules, acceptable: int, c
     return Partition(replicas, final_isr, elr, 0, leader, p.leader_epoch + 1, p.partition_epoch + 1, 0, 0, p.recovering)
 
 
-@memoized
 def seed_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int, choice: int) -> Partition | None:
-    """AlterPartitionReassignments (seed 000 §4.2): growth, or immediate completion when nothing is added."""
+    """AlterPartitionReassignments [kafka-tlaplus kip-966 §4.2]: growth, or immediate completion when
+    nothing is added."""
     if in_progress(p):
-        return None  # seed 000 reassigns from a settled assignment; replacing one is Kafka's (variant kafka)
+        return None  # the description reassigns from a settled assignment; replacing one is Kafka's (variant kafka)
     current, wanted = mask(p.replicas), mask(target)
     adding, removing = wanted & ~current, current & ~wanted
     if not adding and not removing:
         return None
-    if not adding:  # only removing (seed 000 §4.1.2): complete at once if the rules allow
+    if not adding:  # only removing [kafka-tlaplus kip-966 §4.1.2]: complete at once if the rules allow
         started = p._replace(removing=removing)
         final_isr = seed_final_isr(started, p.isr, rules)
         if final_isr is not None:
@@ -145,9 +151,9 @@ def seed_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int, ch
     return p._replace(replicas=replicas, adding=adding, removing=removing, partition_epoch=p.partition_epoch + 1)
 
 
-@memoized
 def seed_alter_isr(p: Partition, new_isr: int, rules: Rules, acceptable: int, choice: int) -> Partition | None:
-    """An accepted AlterPartition: the catch-up change, and completion in the same atomic change.
+    """An accepted AlterPartition [kafka-tlaplus v3.5 §2.9.2]: the catch-up change, and completion in the same
+    atomic change [kafka-tlaplus kip-966 §4.2].
     None if `choice` is not a legal leader pick, or if nothing changes."""
     isr, elr = seed_isr_change(p, new_isr, rules)
     caught_up = p._replace(isr=isr, elr=elr, recovering=False)
@@ -160,10 +166,9 @@ def seed_alter_isr(p: Partition, new_isr: int, rules: Rules, acceptable: int, ch
     return caught_up._replace(partition_epoch=p.partition_epoch + 1)
 
 
-@memoized
 def seed_remove_broker(p: Partition, broker: int, rules: Rules, acceptable: int, choice: int,
                        unclean_shutdown: int = 0) -> Partition | None:
-    """Fencing or shutdown of `broker` (seed 003 §2.8, §2.9.1): leave the ISR; re-elect if it led."""
+    """Fencing or shutdown of `broker` [kafka-tlaplus v3.5 §2.8, §2.9.1]: leave the ISR; re-elect if it led."""
     new_isr, elr = seed_isr_change(p, p.isr & ~bit(broker), rules, unclean_shutdown)
     elr &= ~unclean_shutdown
     candidates = new_isr & acceptable & ~bit(broker)
@@ -177,9 +182,9 @@ def seed_remove_broker(p: Partition, broker: int, rules: Rules, acceptable: int,
     return p._replace(isr=new_isr, elr=elr, leader=leader, leader_epoch=le, partition_epoch=p.partition_epoch + 1)
 
 
-@memoized
 def seed_clean_election(p: Partition, candidate: int, rules: Rules, acceptable: int) -> Partition | None:
-    """Leaderless partition: elect an ISR member, or an ELR member when the ISR is empty (KIP-966)."""
+    """Leaderless partition: elect an ISR member [kafka-tlaplus v3.5 §2.8], or an ELR member when the ISR is
+    empty (KIP-966)."""
     if p.leader or not acceptable & bit(candidate):
         return None
     if p.isr & bit(candidate):
@@ -192,9 +197,9 @@ def seed_clean_election(p: Partition, candidate: int, rules: Rules, acceptable: 
                       partition_epoch=p.partition_epoch + 1)
 
 
-@memoized
 def seed_unclean_election(p: Partition, candidate: int, rules: Rules, acceptable: int) -> Partition | None:
-    """Leaderless with no clean candidate and unclean election enabled: any live replica leads."""
+    """Leaderless with no clean candidate and unclean election enabled: any live replica leads
+    [kafka-tlaplus v3.5 §2.8]."""
     if not rules.unclean or p.leader or not acceptable & bit(candidate) or candidate not in p.replicas:
         return None
     clean = p.isr if p.isr else p.elr
@@ -205,14 +210,13 @@ def seed_unclean_election(p: Partition, candidate: int, rules: Rules, acceptable
 
 
 def seed_cancel_refused(p: Partition, rules: Rules) -> bool:
-    """Seed 000 §4.5: the controller refuses to cancel when the reverted ISR would be below MinISR,
-    unless unclean leader election is enabled."""
+    """The controller refuses to cancel when the reverted ISR would be below MinISR, unless unclean
+    leader election is enabled [kafka-tlaplus kip-966 §4.5]."""
     return size(p.isr & ~p.adding) < rules.min_isr and not rules.unclean
 
 
-@memoized
 def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Partition | None:
-    """Cancellation (seed 000 §4.5): revert to the original replicas and drop `adding` from the ISR.
+    """Cancellation [kafka-tlaplus kip-966 §4.5]: revert to the original replicas and drop `adding` from the ISR.
 
     Refused when the reverted ISR would be below MinISR, unless unclean leader election is
     enabled: then the revert happens anyway, electing an ISR member, or, if the ISR is empty, any
@@ -244,13 +248,12 @@ def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Par
 
 
 # ============================================================================================
-# Kafka variant: PartitionChangeBuilder (reference §1-§7)
+# The `kafka` variant: Kafka's controller (ReplicationControlManager, PartitionChangeBuilder)
 # ============================================================================================
 
 ONLINE, UNCLEAN = "online", "unclean"
 
 
-@memoized
 def kafka_build(
     p: Partition,
     rules: Rules,
@@ -270,7 +273,7 @@ def kafka_build(
     removing = p.removing if target_removing is None else target_removing
     isr = target_isr
 
-    # 1. completeReassignmentIfNeeded (PRR.maybeCompleteReassignment)
+    # 1. completeReassignmentIfNeeded (PartitionReassignmentReplicas.maybeCompleteReassignment)
     if adding or removing:
         trim = 0 if rules.mutated.keep_removing_in_isr else removing
         new_isr = isr & ~trim
@@ -340,9 +343,8 @@ def kafka_build(
     return new._replace(partition_epoch=p.partition_epoch + 1)
 
 
-@memoized
 def kafka_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int) -> Partition | None:
-    """`RCM.changePartitionReassignment`: diff against the current (possibly merged) replicas."""
+    """`ReplicationControlManager.changePartitionReassignment`: diff against the current (possibly merged) replicas."""
     current, wanted = mask(p.replicas), mask(target)
     removing, adding = current & ~wanted, wanted & ~current
     merged = tuple(target) + tuple(members(removing))
@@ -354,9 +356,8 @@ def kafka_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int) -
     )
 
 
-@memoized
 def kafka_cancel(p: Partition, rules: Rules, acceptable: int) -> Partition | None:
-    """`RCM.cancelPartitionReassignment` with `PartitionReassignmentRevert`."""
+    """`ReplicationControlManager.cancelPartitionReassignment` with `PartitionReassignmentRevert`."""
     if not in_progress(p):
         return None
     replicas = tuple(r for r in p.replicas if not p.adding >> r & 1)
@@ -367,3 +368,17 @@ def kafka_cancel(p: Partition, rules: Rules, acceptable: int) -> Partition | Non
             return None  # INVALID_REPLICA_ASSIGNMENT: would require an unclean leader election
     return kafka_build(p, rules, acceptable, target_isr=isr, target_replicas=replicas, target_adding=0,
                        target_removing=0)
+
+
+# ---- speed: measured hot paths (docs/PERFORMANCE.md, "BFS throughput (kraft ci)", session 13) ----
+# A search meets the same partition in many states: each rule entry point computes its change once
+# per distinct input (a bounded cache; the functions are pure, so nothing else changes).
+seed_reassign = memoized(seed_reassign)
+seed_alter_isr = memoized(seed_alter_isr)
+seed_remove_broker = memoized(seed_remove_broker)
+seed_clean_election = memoized(seed_clean_election)
+seed_unclean_election = memoized(seed_unclean_election)
+seed_cancel = memoized(seed_cancel)
+kafka_build = memoized(kafka_build)
+kafka_reassign = memoized(kafka_reassign)
+kafka_cancel = memoized(kafka_cancel)

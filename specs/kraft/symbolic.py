@@ -1,5 +1,9 @@
 """The controller-level transition relation of `kraft` (seed variant) in Z3, for inductive proofs.
 
+Citations as in `specs.kraft`: [kafka-tlaplus kip-966 §4.x] is the Kafka replication protocol
+description (kafka-tlaplus, kip-966), ch. 4 §4.x; [kafka-tlaplus v3.5 §2.x] the same description
+(kafka-tlaplus, v3.5), ch. 2 §2.x.
+
 The symbolic state is the partition metadata over N brokers: broker sets are (N+1)-bit vectors (bit
 b = broker b, bit 0 unused), the leader a one-hot vector (0 = none), epochs integers; `live` (the
 unfenced brokers) is chosen freely by the environment at every step (fencing and unfencing). The
@@ -52,7 +56,7 @@ def type_ok(s: dict):
 
 
 def _isr_change(s, new_isr, cfg, unclean_shutdown=None):
-    """seed_isr_change: (isr, elr) after the ISR becomes new_isr."""
+    """seed_isr_change: (isr, elr) after the ISR becomes new_isr [kafka-tlaplus v3.5 §2.8], with KIP-966's ELR."""
     n = s["n"]
     zero = z3.BitVecVal(0, n + 1)
     if not cfg.elr:
@@ -71,7 +75,7 @@ def _pick(current, candidates, choice):
 
 def _completion(s, t, cfg, isr, elr, removing, choice):
     """seed_final_isr + seed_complete from the caught-up (isr, elr): (the completion rules hold,
-    the completion change)."""
+    the completion change) [kafka-tlaplus kip-966 §4.2]."""
     n = s["n"]
     zero = z3.BitVecVal(0, n + 1)
     final = isr if cfg.mutated.keep_removing_in_isr else isr & ~removing
@@ -85,7 +89,8 @@ def _completion(s, t, cfg, isr, elr, removing, choice):
 
 
 def rule_alter_partition(s, t, cfg):
-    """An accepted AlterPartition with a proposed ISR X (seed_alter_isr), with completion."""
+    """An accepted AlterPartition with a proposed ISR X (seed_alter_isr) [kafka-tlaplus v3.5 §2.9.2], with
+    completion [kafka-tlaplus kip-966 §4.2]."""
     n = s["n"]
     w = n + 1
     X = z3.BitVec("X", w)
@@ -102,7 +107,8 @@ def rule_alter_partition(s, t, cfg):
 
 
 def rule_reassign(s, t, cfg):
-    """AlterPartitionReassignments with target T (seed_reassign), from a settled assignment."""
+    """AlterPartitionReassignments with target T (seed_reassign), from a settled assignment
+    [kafka-tlaplus kip-966 §4.1, §4.2]."""
     n = s["n"]
     w = n + 1
     T = z3.BitVec("T", w)
@@ -121,7 +127,7 @@ def rule_reassign(s, t, cfg):
 
 
 def rule_remove_broker(s, t, cfg):
-    """Fencing or shutdown of broker b (seed_remove_broker)."""
+    """Fencing or shutdown of broker b (seed_remove_broker) [kafka-tlaplus v3.5 §2.8, §2.9.1]."""
     n = s["n"]
     w = n + 1
     b = z3.BitVec("b", w)
@@ -138,7 +144,8 @@ def rule_remove_broker(s, t, cfg):
 
 
 def rule_clean_election(s, t, cfg):
-    """Leaderless: elect an unfenced ISR member, or an ELR member when the ISR is empty."""
+    """Leaderless: elect an unfenced ISR member [kafka-tlaplus v3.5 §2.8], or an ELR member when the ISR is
+    empty (KIP-966) (seed_clean_election)."""
     n = s["n"]
     w = n + 1
     c = z3.BitVec("candidate", w)
@@ -153,7 +160,7 @@ def rule_clean_election(s, t, cfg):
 
 def rule_unclean_election(s, t, cfg):
     """Unclean election enabled, leaderless, no live clean candidate (ISR, or ELR when the ISR is
-    empty): any live replica leads alone (seed_unclean_election)."""
+    empty): any live replica leads alone (seed_unclean_election) [kafka-tlaplus v3.5 §2.8]."""
     n = s["n"]
     w = n + 1
     c = z3.BitVec("candidate", w)
@@ -167,7 +174,7 @@ def rule_unclean_election(s, t, cfg):
 
 
 def rule_cancel(s, t, cfg):
-    """Cancellation (seed_cancel): revert to the original replicas."""
+    """Cancellation (seed_cancel): revert to the original replicas [kafka-tlaplus kip-966 §4.5]."""
     n = s["n"]
     w = n + 1
     c = z3.BitVec("choice", w)
