@@ -557,7 +557,8 @@ class Spec:
 
 def _code_objects(module) -> Iterable[types.CodeType]:
     """Every code object defined in a module's functions and classes, nested ones included."""
-    stack = [v.__code__ for v in vars(module).values() if isinstance(v, types.FunctionType) and v.__module__ == module.__name__]
+    functions = [getattr(v, "__wrapped__", v) for v in vars(module).values()]  # memoized helpers too
+    stack = [f.__code__ for f in functions if isinstance(f, types.FunctionType) and f.__module__ == module.__name__]
     stack += [f.__code__ for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__
               for f in vars(c).values() if isinstance(f, types.FunctionType)]
     while stack:
