@@ -15,6 +15,10 @@ def committed_on_isr(cfg, s):
 
 @spec.invariant(name="CommittedOnMinIsr")
 def committed_on_min_isr(cfg, s):
-    """Committed records exist on at least MinISR brokers, or on all of them if fewer hold any."""
-    holders = sum(1 for n in s.log if n >= s.hwm)
-    return s.hwm == 0 or holders >= min(cfg.min_isr, cfg.brokers)
+    """Committed records exist on at least MinISR brokers (on every broker if there are fewer)."""
+    need = min(cfg.min_isr, cfg.brokers)
+    if s.hwm == 0 or sum(1 for n in s.log if n >= s.hwm) >= need:
+        return True
+    holders = [b for b in range(1, cfg.brokers + 1) if s.log[b - 1] >= s.hwm]
+    return Violated(f"the records below HWM {s.hwm} are on {len(holders)} broker(s) {holders}, fewer than "
+                    f"min(MinISR, brokers) = {need}")

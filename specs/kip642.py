@@ -1,10 +1,11 @@
-"""KIP-642 dynamic quorum reassignment (seed 004) on pull-based Raft (KIP-595).
+"""KIP-642 dynamic quorum reassignment on pull-based Raft (KIP-595).
 
 Who acts: the leader (appends VoterAssignment records, single-member steps, completion,
 resignation, commit), candidates and voters (elections), followers and observers (fetch).
-Servers 1..N. The voter set a server uses is the `CurrentVoters` of the latest
-VoterAssignment in its own log, committed or not (seed 004: followers act on a configuration as
-soon as it is appended, and revert when it is truncated).
+Servers 1..N. The voter set a server uses is the `CurrentVoters` of the latest VoterAssignment in
+its own log, committed or not: followers act on a voter set as soon as it is appended and revert
+when it is truncated (KIP-642, Reassignment Algorithm, step 4 and the note after step 6; the
+same rule as Ongaro's dissertation, §4.1).
 
 Abstractions (docs/ARCHITECTURE.md, "The kip642 model"):
 * Messages are atomic request/response steps: a vote (VoteRequest + response), a fetch (Fetch +
@@ -13,10 +14,11 @@ Abstractions (docs/ARCHITECTURE.md, "The kip642 model"):
   a delayed response is equivalent to a later atomic step, a lost one to no step.
 * A new leader appends a LeaderChange record (KIP-595); a voter change waits until the leader has
   committed an entry of its own epoch (the fix of the single-server change bug Diego Ongaro
-  reported on raft-dev in 2015).
+  reported on raft-dev in 2015, listed in the errata of his dissertation, chapter 4).
 * Data records have no values: an entry is (epoch, kind, voters, target).
-* Crashes lose volatile state only (role, HWM knowledge, fetch positions); log, epoch and vote
-  are persistent.
+* Crashes lose volatile state only (role, votes received, fetch offsets); log, epoch, vote and the
+  HWM a server knows stay.
+* Offsets count from 0, as in Kafka: a server's HWM is the offset of its first uncommitted entry.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
 from harness.bitset import mask
-from harness.itf import Bool, ById, IdSet, OptId, Seq
+from harness.itf import Bool, ById, Enum, IdSet, OptId, Seq
 from harness.model import Config, Spec, budget, distinct_ids, ids, param
 from harness.speed import fast_replace
 
-DATA, VOTERS, LEADER_CHANGE = 0, 1, 2
-FOLLOWER, CANDIDATE, LEADER, RESIGNED = 0, 1, 2, 3
+# A server's role: KIP-595's quorum states, and RESIGNED for a leader that has sent EndQuorumEpoch.
+FOLLOWER, CANDIDATE, LEADER, RESIGNED = ROLE = Enum("FOLLOWER", "CANDIDATE", "LEADER", "RESIGNED")
+# A log entry's kind: a data record, KIP-642's VoterAssignmentMessage, KIP-595's LeaderChangeMessage.
+DATA, VOTER_ASSIGNMENT, LEADER_CHANGE = KIND = Enum("DATA", "VOTER_ASSIGNMENT", "LEADER_CHANGE")
 
 
 # Static bounds of the config (relations between fields are `validate`).
@@ -62,15 +66,15 @@ class Kip642Config(Config):
 
 class Entry(NamedTuple):
     epoch: int
-    kind: int  # DATA, VOTERS (VoterAssignmentMessage), LEADER_CHANGE
-    voters: Annotated[int, IdSet()]  # CurrentVoters (VOTERS entries)
+    kind: Annotated[int, KIND]
+    voters: Annotated[int, IdSet()]  # CurrentVoters (VOTER_ASSIGNMENT entries)
     target: Annotated[int, IdSet()]  # TargetVoters; empty = null
 
 
 class Server(NamedTuple):
     epoch: int
     voted_for: Annotated[int, OptId()]
-    role: int  # FOLLOWER, CANDIDATE, LEADER, RESIGNED
+    role: Annotated[int, ROLE]
     log: Annotated[tuple, Seq(Entry)]
     hwm: int
     votes: Annotated[int, IdSet()]  # votes a candidate has received
@@ -95,9 +99,6 @@ class State(NamedTuple):
     leaders: Annotated[tuple, ById(OptId())]  # history: leader of each epoch 1..E (0 = none yet)
 
 
-fast_replace(Entry, Server, Budget, State)
-
-
 PRESETS = {
     "tiny": {"servers": 3, "voters": [1, 2], "targets": [[1, 3]], "max_writes": 0},
     # The leader 1 is replaced: add 3, resign, the next leader removes 1; two election timeouts.
@@ -113,6 +114,7 @@ PRESETS = {
     "large": {"servers": 5, "voters": [1, 2, 3], "targets": [[3, 4, 5], [1, 4]], "max_reassignments": 2,
               "max_cancels": 1, "max_elections": 3, "max_writes": 2, "max_crashes": 1},
     "nightly": {"servers": 4, "max_elections": 2, "max_writes": 1, "max_crashes": 1, "max_cancels": 1},
+    # KIP-642, Quorum Change Protocol: the example (1, 2, 3) -> (4, 5, 6) with replica 1 leading.
     "worked-example": {"servers": 6, "voters": [1, 2, 3], "targets": [[4, 5, 6]], "max_elections": 1,
                        "max_writes": 0},
 }
@@ -175,11 +177,13 @@ spec = Spec("kip642", Kip642Config, State, doc=__doc__, presets=PRESETS, deadloc
             guides={"change_before_epoch_commit": ONGARO_SCENARIO, "votes_against_old_config": OLD_CONFIG_SCENARIO})
 spec.mutation("change_before_epoch_commit", rule="leader_step", caught_at="ongaro",
               removes="the epoch-commit condition: append a voter change before committing an entry of the leader's "
-                      "epoch (Ongaro's single-server change bug)")
+                      "epoch (Ongaro's single-server change bug, raft-dev 2015; dissertation errata, chapter 4)")
 spec.mutation("two_uncommitted_changes", rule="leader_step",
-              removes="the one-change-at-a-time condition: a voter change while the previous one is uncommitted")
-spec.mutation("votes_against_old_config", rule="become_leader",
-              removes="counting votes against the current configuration: count them against the previous one")
+              removes="the one-change-at-a-time condition: a voter change while the previous one is uncommitted "
+                      "(KIP-642, Reassignment Algorithm, step 4; Ongaro's dissertation, §4.1)")
+spec.mutation("votes_against_old_config", rule="become_leader", caught_at="old-config",
+              removes="counting votes against the current configuration: count them against the previous one "
+                      "(KIP-642, Reassignment Algorithm, the note after step 6)")
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -188,25 +192,36 @@ def servers(cfg):
     return range(1, cfg.servers + 1)
 
 
+def targets(cfg):
+    return range(len(cfg.targets))
+
+
+def voter_list(cfg, target: int) -> str:
+    """How a `target` parameter reads in traces: the voter list it names, `[1,2,4]`."""
+    return "[" + ",".join(map(str, cfg.targets[target])) + "]"
+
+
 def voters_of(log: tuple) -> int:
     """CurrentVoters of the latest VoterAssignment in the log (committed or not)."""
     for e in reversed(log):
-        if e.kind == VOTERS:
+        if e.kind == VOTER_ASSIGNMENT:
             return e.voters
     return 0
 
 
 def target_of(log: tuple) -> int:
+    """TargetVoters of the latest VoterAssignment in the log (0 = null: no reassignment pending)."""
     for e in reversed(log):
-        if e.kind == VOTERS:
+        if e.kind == VOTER_ASSIGNMENT:
             return e.target
     return 0
 
 
 def previous_voters(log: tuple) -> int:
+    """CurrentVoters of the VoterAssignment before the latest (the latest's if there is one only)."""
     seen = 0
     for e in reversed(log):
-        if e.kind == VOTERS:
+        if e.kind == VOTER_ASSIGNMENT:
             seen += 1
             if seen == 2:
                 return e.voters
@@ -221,118 +236,130 @@ def last_epoch(log: tuple) -> int:
     return log[-1].epoch if log else 0
 
 
+def uncommitted_change(b: Server) -> bool:
+    """A VoterAssignment beyond the server's HWM."""
+    return any(e.kind == VOTER_ASSIGNMENT for e in b.log[b.hwm:])
+
+
+def committed_in_epoch(b: Server) -> bool:
+    """The server has committed an entry of its own epoch."""
+    return any(e.epoch == b.epoch for e in b.log[:b.hwm])
+
+
+def leading(s: State, leader: int) -> Server | None:
+    """Server `leader`, if it is a leader (of any epoch)."""
+    b = s.servers[leader - 1]
+    return b if b.role == LEADER else None
+
+
 def set_server(s: State, i: int, new: Server) -> tuple:
+    """The servers with server i replaced by `new`."""
     return s.servers[:i - 1] + (new,) + s.servers[i:]
 
 
-def append(cfg, s: State, leader: int, entry: Entry, **changes) -> State:
+def append(s: State, leader: int, entry: Entry, **changes) -> State:
+    """The leader appends `entry` and records its own fetch offset; `changes` update other fields of the state."""
     b = s.servers[leader - 1]
     log = b.log + (entry,)
     fetched = b.fetched[:leader - 1] + (len(log),) + b.fetched[leader:]
     return s._replace(servers=set_server(s, leader, b._replace(log=log, fetched=fetched)), **changes)
 
 
-def leading(s: State, leader: int) -> Server | None:
-    b = s.servers[leader - 1]
-    return b if b.role == LEADER else None
-
-
 @spec.init
 def init(cfg):
-    """Epoch 1: `leader` leads; every server holds the bootstrap VoterAssignment, committed."""
-    voters = mask(cfg.voters)
-    boot = Entry(0, VOTERS, voters, 0)
-    zeros = (0,) * cfg.servers
-    srv = []
-    for i in servers(cfg):
-        role = LEADER if i == cfg.leader else FOLLOWER
-        fetched = tuple(1 for _ in servers(cfg)) if role == LEADER else zeros
-        srv.append(Server(1, cfg.leader if voters >> i & 1 else 0, role, (boot,), 1, 0, fetched))
-    budget = Budget(cfg.max_reassignments, cfg.max_cancels, cfg.max_elections, cfg.max_writes, cfg.max_crashes)
-    leaders = (cfg.leader,) + (0,) * cfg.max_elections
-    yield State(tuple(srv), budget, (boot,), 1, False, False, leaders)
+    """Epoch 1: `leader` leads, elected by the voters; every server holds the bootstrap VoterAssignment
+    (CurrentVoters = `voters`), committed (KIP-642, Bootstrapping Procedure)."""
+    boot = Entry(epoch=0, kind=VOTER_ASSIGNMENT, voters=mask(cfg.voters), target=0)
+
+    def server(i: int) -> Server:
+        leads = i == cfg.leader
+        return Server(epoch=1, voted_for=cfg.leader if i in cfg.voters else 0, role=LEADER if leads else FOLLOWER,
+                      log=(boot,), hwm=1, votes=0, fetched=(1 if leads else 0,) * cfg.servers)
+
+    yield State(servers=tuple(server(i) for i in servers(cfg)),
+                budget=Budget(reassignments=cfg.max_reassignments, cancels=cfg.max_cancels,
+                              elections=cfg.max_elections, writes=cfg.max_writes, crashes=cfg.max_crashes),
+                committed=(boot,), commit_epoch=1, committed_overwritten=False, two_leaders_in_an_epoch=False,
+                leaders=(cfg.leader,) + (0,) * cfg.max_elections)
 
 
 # ================================================================================ leader rules
 
-@spec.rule(leader=servers, target=lambda cfg: range(len(cfg.targets)),
-           precondition=lambda cfg, s: s.budget.reassignments > 0)
+@spec.rule(leader=servers, target=targets, precondition=lambda cfg, s: s.budget.reassignments > 0,
+           format={"target": voter_list})
 def alter_partition_reassignments(cfg, s, leader, target):
-    """Leader, on AlterPartitionReassignments: append VoterAssignment(CurrentVoters, TargetVoters)."""
+    """Leader, on an AlterPartitionReassignments request for the voter set `target` (KIP-642,
+    AlterPartitionReassignments Request Handling, and Reassignment Algorithm, step 1): it appends
+    VoterAssignment(CurrentVoters, TargetVoters = target)."""
     b = leading(s, leader)
-    if b is None or not s.budget.reassignments:
-        return None
-    wanted = mask(cfg.targets[target])
-    if wanted == voters_of(b.log) or uncommitted_change(b) and not cfg.mutated.two_uncommitted_changes:
-        return None
-    entry = Entry(b.epoch, VOTERS, voters_of(b.log), wanted)
-    return append(cfg, s, leader, entry, budget=s.budget._replace(reassignments=s.budget.reassignments - 1))
+    if b is None:
+        return None  # NOT_LEADER_FOR_PARTITION
+    current, wanted = voters_of(b.log), mask(cfg.targets[target])
+    if wanted == current:
+        return None  # a request for the current voters is a cancellation: cancel_reassignment
+    if uncommitted_change(b) and not cfg.mutated.two_uncommitted_changes:
+        return None  # one voter change at a time
+    entry = Entry(epoch=b.epoch, kind=VOTER_ASSIGNMENT, voters=current, target=wanted)
+    return append(s, leader, entry, budget=s.budget._replace(reassignments=s.budget.reassignments - 1))
 
 
 @spec.rule(leader=servers, precondition=lambda cfg, s: s.budget.cancels > 0, applies=lambda cfg: cfg.max_cancels > 0)
 def cancel_reassignment(cfg, s, leader):
-    """Leader: cancel by resubmitting the current voters (TargetVoters = null)."""
+    """Leader, on a cancellation (KIP-642, AlterPartitionReassignments: `Replicas` null, or the current
+    voters resubmitted), while a reassignment is pending and no voter change is uncommitted: it appends
+    VoterAssignment(CurrentVoters, null), which leaves the quorum with the current voters."""
     b = leading(s, leader)
     if b is None or not target_of(b.log) or uncommitted_change(b):
         return None
-    entry = Entry(b.epoch, VOTERS, voters_of(b.log), 0)
-    return append(cfg, s, leader, entry, budget=s.budget._replace(cancels=s.budget.cancels - 1))
-
-
-def uncommitted_change(b: Server) -> bool:
-    return any(e.kind == VOTERS for e in b.log[b.hwm:])
-
-
-def committed_in_epoch(b: Server) -> bool:
-    return any(e.epoch == b.epoch for e in b.log[:b.hwm])
+    entry = Entry(epoch=b.epoch, kind=VOTER_ASSIGNMENT, voters=voters_of(b.log), target=0)
+    return append(s, leader, entry, budget=s.budget._replace(cancels=s.budget.cancels - 1))
 
 
 @spec.rule(leader=servers, member=servers, fair=True)
 def leader_step(cfg, s, leader, member):
-    """Leader: the next single-member change (seed 004, Reassignment Algorithm step 3): add one of
-    NewVoters if |NewVoters| >= |RemovingVoters|, else remove one of RemovingVoters, preferably
-    not itself; only once the previous change is committed and the leader has committed an entry
-    of its own epoch."""
+    """Leader: the next single-member change (KIP-642, Reassignment Algorithm, steps 2-3): add `member`
+    from NewVoters if |NewVoters| >= |RemovingVoters|, else remove `member` from RemovingVoters, never
+    itself; only once the previous change is committed (step 4; Ongaro's dissertation, §4.1) and it has
+    committed an entry of its own epoch (the fix of Ongaro's single-server change bug)."""
     b = leading(s, leader)
     if b is None:
         return None
-    target = target_of(b.log)
-    current = voters_of(b.log)
+    target, current = target_of(b.log), voters_of(b.log)
     if not target or target == current:
-        return None
+        return None  # no reassignment pending, or it has reached its target: complete_reassignment
     if uncommitted_change(b) and not cfg.mutated.two_uncommitted_changes:
         return None
     if not committed_in_epoch(b) and not cfg.mutated.change_before_epoch_commit:
         return None
     new, removing = target & ~current, current & ~target
-    bit = 1 << member
-    if new.bit_count() >= removing.bit_count():
-        if not new & bit:
-            return None
-        voters = current | bit
-    else:
-        if not removing & ~(1 << leader) & bit:
-            return None  # only non-leader removing voters; the leader removes itself last, by resigning
-        voters = current & ~bit
-    return append(cfg, s, leader, Entry(b.epoch, VOTERS, voters, target))
+    adding = new.bit_count() >= removing.bit_count()  # step 3a, else 3b
+    if adding and not new >> member & 1:
+        return None
+    if not adding and (not removing >> member & 1 or member == leader):
+        return None  # the leader removes itself last, by resigning
+    voters = current | 1 << member if adding else current & ~(1 << member)
+    return append(s, leader, Entry(epoch=b.epoch, kind=VOTER_ASSIGNMENT, voters=voters, target=target))
 
 
 @spec.rule(leader=servers, fair=True)
 def complete_reassignment(cfg, s, leader):
-    """Leader: TargetVoters = CurrentVoters, committed: append a record with TargetVoters = null."""
+    """Leader: CurrentVoters has reached TargetVoters and is committed (KIP-642, Reassignment Algorithm,
+    step 6a): it appends VoterAssignment(CurrentVoters, null)."""
     b = leading(s, leader)
     if b is None or uncommitted_change(b):
         return None
     target = target_of(b.log)
     if not target or target != voters_of(b.log):
         return None
-    return append(cfg, s, leader, Entry(b.epoch, VOTERS, target, 0))
+    return append(s, leader, Entry(epoch=b.epoch, kind=VOTER_ASSIGNMENT, voters=target, target=0))
 
 
 @spec.rule(leader=servers, fair=True)
 def resign(cfg, s, leader):
-    """Leader: it is the last of RemovingVoters, nothing left to add: EndQuorumEpoch; it stays a
-    voter until the next leader removes it."""
+    """Leader: it is the last of RemovingVoters, with no NewVoters left and the last change committed
+    (KIP-642, Reassignment Algorithm, step 6b): it sends EndQuorumEpoch and resigns; it stays a voter
+    until the next leader removes it (in Ongaro's dissertation, §4.2.2, a leader instead removes itself
+    and steps down once that change commits, or transfers its leadership)."""
     b = leading(s, leader)
     if b is None or uncommitted_change(b):
         return None
@@ -344,17 +371,19 @@ def resign(cfg, s, leader):
 
 @spec.rule(leader=servers, precondition=lambda cfg, s: s.budget.writes > 0, applies=lambda cfg: cfg.max_writes > 0)
 def client_write(cfg, s, leader):
-    """Leader: append a data record."""
+    """Leader, on a client write (KIP-595; Ongaro's dissertation, §3.5): it appends a data record."""
     b = leading(s, leader)
-    if b is None or not s.budget.writes:
+    if b is None:
         return None
-    return append(cfg, s, leader, Entry(b.epoch, DATA, 0, 0), budget=s.budget._replace(writes=s.budget.writes - 1))
+    return append(s, leader, Entry(epoch=b.epoch, kind=DATA, voters=0, target=0),
+                  budget=s.budget._replace(writes=s.budget.writes - 1))
 
 
 @spec.rule(leader=servers, fair=True)
 def advance_hwm(cfg, s, leader):
-    """Leader: the HWM is the largest offset a majority of the current voters (of its own log) have
-    fetched, if that entry is of its epoch (KIP-595)."""
+    """Leader: it commits up to the largest offset a majority of the current voters of its own log have
+    fetched (KIP-642, Reassignment Algorithm, step 4), if that entry is of its epoch (KIP-595; Ongaro's
+    dissertation, §3.6.2). The `committed` history records the commit."""
     b = leading(s, leader)
     if b is None:
         return None
@@ -367,8 +396,8 @@ def advance_hwm(cfg, s, leader):
         return None
     prefix = b.log[:hwm]
     overwritten = s.committed_overwritten or prefix[:len(s.committed)] != s.committed[:hwm]
-    committed = prefix if hwm > len(s.committed) else s.committed
-    return s._replace(servers=set_server(s, leader, b._replace(hwm=hwm)), committed=committed,
+    return s._replace(servers=set_server(s, leader, b._replace(hwm=hwm)),
+                      committed=prefix if hwm > len(s.committed) else s.committed,
                       commit_epoch=max(s.commit_epoch, b.epoch), committed_overwritten=overwritten)
 
 
@@ -376,36 +405,36 @@ def advance_hwm(cfg, s, leader):
 
 @spec.rule(follower=servers, leader=servers, fair=True)
 def fetch(cfg, s, follower, leader):
-    """Follower or observer: fetch from the leader of an epoch at least its own. It adopts the epoch,
-    truncates on divergence (reverting any truncated VoterAssignment), else takes every entry up to
-    the leader's log end;
-    the leader records the fetch offset. Its HWM is min(leader HWM, its log end)."""
+    """Follower or observer, fetching from a leader of an epoch at least its own (KIP-595 Fetch): it
+    adopts the epoch and truncates its log where it diverges (Ongaro's dissertation, §3.5), which
+    reverts any VoterAssignment truncated (KIP-642, Reassignment Algorithm, the note after step 6);
+    else it takes every entry up to the leader's log end and its HWM becomes min(leader's HWM, its
+    log end). The leader records the fetch offset."""
     if follower == leader:
         return None
     ld = leading(s, leader)
     f = s.servers[follower - 1]
-    if ld is None or ld.epoch < f.epoch or f.role == LEADER and f.epoch == ld.epoch:
-        return None
-    log = f.log
+    if ld is None or ld.epoch < f.epoch:
+        return None  # no leader, or a stale one (FENCED_LEADER_EPOCH)
+    if f.role == LEADER and f.epoch == ld.epoch:
+        return None  # two leaders of one epoch do not fetch from each other
     common = 0
-    for x, y in zip(log, ld.log):
+    for x, y in zip(f.log, ld.log):
         if x != y:
             break
         common += 1
     new_f = f
-    if f.epoch < ld.epoch or f.role not in (FOLLOWER, RESIGNED):
-        new_f = f._replace(epoch=ld.epoch, voted_for=0 if f.epoch < ld.epoch else f.voted_for,
-                           role=RESIGNED if f.role == RESIGNED and f.epoch == ld.epoch else FOLLOWER, votes=0)
-    if common < len(log):
-        new_f = new_f._replace(log=log[:common], hwm=min(f.hwm, common))
+    if f.epoch < ld.epoch:  # a new epoch: it follows the leader, with no vote in that epoch
+        new_f = f._replace(epoch=ld.epoch, voted_for=0, role=FOLLOWER, votes=0)
+    elif f.role == CANDIDATE:  # a candidate of the leader's epoch has lost the election
+        new_f = f._replace(role=FOLLOWER, votes=0)
+    if common < len(f.log):  # diverged: truncate to the common prefix
+        new_f = new_f._replace(log=f.log[:common], hwm=min(f.hwm, common))
         return s._replace(servers=set_server(s, follower, new_f))
-    offset = len(log)
-    log = ld.log  # the response carries every record up to the leader's log end
-    hwm = max(new_f.hwm, min(ld.hwm, len(log)))
-    new_f = new_f._replace(log=log, hwm=hwm)
-    new_ld = ld._replace(fetched=ld.fetched[:follower - 1] + (offset,) + ld.fetched[follower:])
+    new_f = new_f._replace(log=ld.log, hwm=max(f.hwm, min(ld.hwm, len(ld.log))))
+    new_ld = ld._replace(fetched=ld.fetched[:follower - 1] + (len(f.log),) + ld.fetched[follower:])
     if new_f == f and new_ld == ld:
-        return None
+        return None  # the fetch changes nothing
     srv = list(s.servers)
     srv[follower - 1], srv[leader - 1] = new_f, new_ld
     return s._replace(servers=tuple(srv))
@@ -413,9 +442,11 @@ def fetch(cfg, s, follower, leader):
 
 @spec.rule(server=servers, precondition=lambda cfg, s: s.budget.elections > 0)
 def become_candidate(cfg, s, server):
-    """A server that is a voter in its own log's configuration times out: new epoch, votes for itself."""
+    """A server that is not a leader and is a voter in its own log's voter set times out (Ongaro's
+    dissertation, §3.4; KIP-642, Reassignment Algorithm, the note after step 6): it starts a new epoch
+    and votes for itself."""
     b = s.servers[server - 1]
-    if not s.budget.elections or b.role == LEADER or not voters_of(b.log) >> server & 1:
+    if b.role == LEADER or not voters_of(b.log) >> server & 1:
         return None
     new = b._replace(epoch=b.epoch + 1, voted_for=server, role=CANDIDATE, votes=1 << server)
     return s._replace(servers=set_server(s, server, new), budget=s.budget._replace(elections=s.budget.elections - 1))
@@ -423,38 +454,45 @@ def become_candidate(cfg, s, server):
 
 @spec.rule(voter=servers, candidate=servers, fair=True)
 def handle_vote_request(cfg, s, voter, candidate):
-    """Voter, on a candidate's VoteRequest: a higher epoch is adopted first (a leader steps down,
-    KIP-595); the vote is granted if the candidate is a voter in the voter's own log, its log is at
-    least as up to date, and the voter has not voted for another in that epoch."""
+    """Voter, on a candidate's VoteRequest: it adopts a higher epoch first (a leader steps down, KIP-595),
+    then grants the vote if both are voters in its own log's voter set (KIP-642, Reassignment Algorithm,
+    the note after step 6; unlike Ongaro's dissertation, §4.1), the candidate's log is at least as up to
+    date (§3.6.1), and it has not voted for another server in that epoch (§3.4)."""
     if voter == candidate:
         return None
     c = s.servers[candidate - 1]
     v = s.servers[voter - 1]
     if c.role != CANDIDATE or c.votes >> voter & 1 or v.epoch > c.epoch:
         return None
-    if v.epoch < c.epoch:  # a new epoch: unattached, no vote yet
+    new_epoch = v.epoch < c.epoch
+    if new_epoch:  # unattached in the candidate's epoch, no vote yet
         v = v._replace(epoch=c.epoch, voted_for=0, role=FOLLOWER, votes=0)
-    grant = (voters_of(v.log) >> voter & 1  # observers do not vote
-             and voters_of(v.log) >> candidate & 1  # voters reject non-voters (see stand_against_nonvoter)
+    voters = voters_of(v.log)
+    grant = (voters >> voter & 1  # observers do not vote
+             and voters >> candidate & 1  # voters reject non-voters (see stand_against_nonvoter)
              and v.voted_for in (0, candidate)
              and (last_epoch(v.log), len(v.log)) <= (last_epoch(c.log), len(c.log)))
+    if not grant and not new_epoch:
+        return None  # a rejection in the voter's own epoch changes nothing
     srv = list(s.servers)
     if grant:
         srv[voter - 1] = v._replace(voted_for=candidate)
         srv[candidate - 1] = c._replace(votes=c.votes | 1 << voter)
     else:
         srv[voter - 1] = v
-    new = s._replace(servers=tuple(srv))
-    return None if new == s else new
+    return s._replace(servers=tuple(srv))
 
 
 @spec.rule(voter=servers, candidate=servers, precondition=lambda cfg, s: s.budget.elections > 0)
 def stand_against_nonvoter(cfg, s, voter, candidate):
-    """Voter, on a VoteRequest from a non-voter (by its own log): reject it and become a candidate
-    (seed 004: the non-voter may still win, so the voter stands too)."""
+    """Voter, on a VoteRequest from a server that is not a voter in its own log's voter set: it rejects
+    it and becomes a candidate itself, since the non-voter may still win (KIP-642, Reassignment
+    Algorithm, the note after step 6)."""
+    if voter == candidate:
+        return None
     c = s.servers[candidate - 1]
     v = s.servers[voter - 1]
-    if voter == candidate or c.role != CANDIDATE or not s.budget.elections or v.role == LEADER and v.epoch >= c.epoch:
+    if c.role != CANDIDATE or v.role == LEADER and v.epoch >= c.epoch:
         return None
     if voters_of(v.log) >> candidate & 1 or not voters_of(v.log) >> voter & 1:
         return None
@@ -464,32 +502,32 @@ def stand_against_nonvoter(cfg, s, voter, candidate):
 
 @spec.rule(candidate=servers, fair=True)
 def become_leader(cfg, s, candidate):
-    """Candidate with votes from a majority of the voters in its own log's configuration: it leads,
-    appends a LeaderChange record (KIP-595) and starts tracking fetch offsets."""
+    """Candidate with votes from a majority of the voter set of its own log (Ongaro's dissertation, §3.4;
+    KIP-642, Reassignment Algorithm, the note after step 6): it leads, appends a LeaderChange record
+    (KIP-595; KIP-642, Bootstrapping Procedure) and starts tracking fetch offsets."""
     c = s.servers[candidate - 1]
     if c.role != CANDIDATE:
         return None
     config = previous_voters(c.log) if cfg.mutated.votes_against_old_config else voters_of(c.log)
     if not is_majority(c.votes, config):
         return None
-    log = c.log + (Entry(c.epoch, LEADER_CHANGE, 0, 0),)
+    log = c.log + (Entry(epoch=c.epoch, kind=LEADER_CHANGE, voters=0, target=0),)
     fetched = tuple(len(log) if i == candidate else 0 for i in servers(cfg))
-    leaders = s.leaders
-    two = s.two_leaders_in_an_epoch or (leaders[c.epoch - 1] not in (0, candidate))
-    leaders = leaders[:c.epoch - 1] + (candidate,) + leaders[c.epoch:]
-    new = c._replace(role=LEADER, log=log, fetched=fetched)
-    return s._replace(servers=set_server(s, candidate, new), leaders=leaders, two_leaders_in_an_epoch=two)
+    previous = s.leaders[c.epoch - 1]  # the history of elections: who led this epoch before
+    return s._replace(servers=set_server(s, candidate, c._replace(role=LEADER, log=log, fetched=fetched)),
+                      leaders=s.leaders[:c.epoch - 1] + (candidate,) + s.leaders[c.epoch:],
+                      two_leaders_in_an_epoch=s.two_leaders_in_an_epoch or previous not in (0, candidate))
 
 
 @spec.rule(server=servers, precondition=lambda cfg, s: s.budget.crashes > 0, applies=lambda cfg: cfg.max_crashes > 0)
 def crash_restart(cfg, s, server):
-    """A server crashes and restarts: role, votes and fetch offsets are lost; log, epoch, vote stay."""
+    """A server crashes and restarts (Ongaro's dissertation, §3.8; KIP-642, Bootstrapping Procedure,
+    step 1: its voter set is read back from its log): it loses its role, votes and fetch offsets; its
+    log, epoch, vote and HWM stay."""
     b = s.servers[server - 1]
-    if not s.budget.crashes:
-        return None
+    if b.role == FOLLOWER and not b.votes and not any(b.fetched):
+        return None  # nothing volatile to lose
     new = b._replace(role=FOLLOWER, votes=0, fetched=(0,) * cfg.servers)
-    if new == b:
-        return None
     return s._replace(servers=set_server(s, server, new), budget=s.budget._replace(crashes=s.budget.crashes - 1))
 
 
@@ -500,4 +538,11 @@ def reassignment_done(cfg, s: State) -> bool:
 
 spec.eventually("ReassignmentCompletes", goal=lambda cfg, s: reassignment_done(cfg, s) and any(
     b.role == LEADER for b in s.servers), trigger=lambda cfg, s: not reassignment_done(cfg, s),
-    doc="a started voter change eventually completes, with a leader, once faults stop")
+    doc="once some server's log holds a pending TargetVoters, eventually no log holds one and some server leads, "
+        "under weak fairness of the fair rules (timeouts and faults are bounded, so they stop)")
+
+
+# ================================================================================ speed helpers
+# Every rule `_replace`s a Server and the State. Measured: BFS of `ci` took 13.5 s and 15.4 s of CPU
+# with fast_replace against 14.2 s and 16.8 s without (5-8%, same 412,495 states, runs alternated).
+fast_replace(Entry, Server, Budget, State)

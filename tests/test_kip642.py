@@ -1,4 +1,4 @@
-"""The `kip642` model: seed 004's worked example through the rules, properties, mutations."""
+"""The `kip642` model: KIP-642's worked example (Quorum Change Protocol) through the rules, properties, mutations."""
 
 from harness.engines import bfs
 from harness.model import Action
@@ -104,3 +104,38 @@ def test_ongaro_scenario_is_blocked_without_the_mutation():
         s = nxt
         assert not m.violated(s)
     raise AssertionError("the scenario ran to the end without the mutation")
+
+
+def test_each_property_names_what_fails():
+    """On a crafted violating state, each property fails with a reason naming servers, offsets and voter sets."""
+    from specs.kip642 import DATA, VOTER_ASSIGNMENT, Entry
+
+    m = SPEC.bind(SPEC.config("tiny"))
+    s = m.init_states()[0]
+    boot = s.committed[0]
+    data = Entry(epoch=1, kind=DATA, voters=0, target=0)
+    grow = Entry(epoch=1, kind=VOTER_ASSIGNMENT, voters=0b1110, target=0b1110)  # {1,2} -> {1,2,3}
+    jump = Entry(epoch=1, kind=VOTER_ASSIGNMENT, voters=0b11000, target=0)  # {1,2} -> {3,4}
+
+    def with_server(state, i, **changes):
+        srv = list(state.servers)
+        srv[i - 1] = srv[i - 1]._replace(**changes)
+        return state._replace(servers=tuple(srv))
+
+    cases = {
+        "OneLeaderPerEpoch": (with_server(s, 2, role=LEADER), "servers 1 and 2 both lead epoch 1"),
+        "LogMatching": (with_server(with_server(s, 2, log=(boot, data)), 3, log=(data, data)),
+                        "servers 2 and 3 both hold an entry of epoch 1 at offset 1 but differ at offset 0"),
+        "LeaderCompleteness": (s._replace(committed=(boot, data)), "leader 1 of epoch 1 lacks the committed entry "
+                               "at offset 1 (last commit in epoch 1), DATA of epoch 1; its log ends before it"),
+        "StateMachineSafety": (with_server(s, 2, hwm=2, log=(boot, data)), "server 2 has HWM 2, beyond the 1 committed"),
+        "AtMostOneUncommittedVoterChange": (with_server(s, 1, log=(boot, grow, grow)),
+                                            "(offset 1: voters {1,2,3}; offset 2: voters {1,2,3})"),
+        "SingleMemberChanges": (with_server(s, 3, log=(boot, jump)),
+                                "server 3's log changes the voters from {1,2} to {3,4} at offset 1"),
+    }
+    assert set(cases) == set(m.invariant_names)
+    for name, (state, reason) in cases.items():
+        assert not m.holds(name, state), name
+        assert reason in m.explain(name, state), (name, m.explain(name, state))
+    assert "epoch 1: 1" in m.explain("OneLeaderPerEpoch", s._replace(two_leaders_in_an_epoch=True))
