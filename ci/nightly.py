@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness import interrupt  # noqa: E402
 from harness.engines import graph, hypothesis as hyp, spark  # noqa: E402
-from harness.errors import BadInput  # noqa: E402
+from harness.checkpoint import CheckpointRefused  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
 from harness.check import write_counterexamples  # noqa: E402
 
@@ -53,7 +53,7 @@ def run_model(name: str, folder: Path) -> dict:
     master = os.environ.get("NIGHTLY_MASTER", "local[*]")
     try:
         r = spark.explore(model, checkpoint=str(ckpt), resume=(ckpt / "state.json").exists(), master=master)
-    except BadInput as exc:
+    except CheckpointRefused as exc:
         if not (ckpt / "state.json").exists():
             raise
         # The nightly's own checkpoint, refused (damaged, or written by other code): start afresh, say so.

@@ -30,20 +30,25 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.errors import BadInput
+from harness.files import check_writable_dir, write_atomic
 
 FORMAT = "kraft-harness-spark-checkpoint/3"  # 3: marker, manifest with checksums, tagged files
 MARKER = "checkpoint.json"
 MANIFEST = "state.json"
 LOG = "spark.log"
 KINDS = {"frontier": "parquet", "visited": "parquet", "parents": "parquet", "stats": "json"}
-_DATA_FILE = re.compile(r"(frontier|visited|parents|stats)/(\d+)/shard-(\d+)\.(parquet|json)")
-_TEMP_FILE = re.compile(r".*\.tmp\d+")
+_DATA_FILE = re.compile(r"(?:(frontier|visited|parents)/(\d+)/shard-(\d+)\.parquet|(stats)/(\d+)/shard-(\d+)\.json)")
+_TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|shard-\d+\.(?:parquet|json))\.tmp\d+")  # write_atomic's
+
+
+class CheckpointRefused(BadInput):
+    """The checkpoint directory cannot be used: not the harness's, another job's, or damaged."""
 _TAG = b"harness"
 
 
@@ -54,13 +59,6 @@ def job_id(identity: dict) -> str:
 def path(directory: str | Path, kind: str, level: int, shard: int | None = None) -> Path:
     base = Path(directory) / kind / str(level)
     return base if shard is None else base / f"shard-{shard}.{KINDS[kind]}"
-
-
-def write_atomic(target: Path, write: Callable[[Path], Any]) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-    write(tmp)
-    os.replace(tmp, target)
 
 
 def _tag(job: str, kind: str, level: int, shard: int) -> dict:
@@ -83,16 +81,16 @@ def read_table(directory: str, job: str, kind: str, level: int, shard: int) -> p
     try:
         table = pq.read_table(src)
     except FileNotFoundError:
-        raise BadInput(f"corrupt checkpoint: {src} is missing") from None
+        raise CheckpointRefused(f"corrupt checkpoint: {src} is missing") from None
     except (OSError, pa.ArrowInvalid) as exc:
-        raise BadInput(f"corrupt checkpoint: {src}: {str(exc).splitlines()[0][:120]}") from None
+        raise CheckpointRefused(f"corrupt checkpoint: {src}: {str(exc).splitlines()[0][:120]}") from None
     tag = (table.schema.metadata or {}).get(_TAG)
     try:
         found = json.loads(tag) if tag else None
     except ValueError:
         found = None
     if found != _tag(job, kind, level, shard):
-        raise BadInput(f"corrupt checkpoint: {src} does not belong there (it says {found})")
+        raise CheckpointRefused(f"corrupt checkpoint: {src} does not belong there (it says {found})")
     return table
 
 
@@ -106,11 +104,11 @@ def read_json(directory: str, job: str, kind: str, level: int, shard: int) -> di
     try:
         doc = json.loads(src.read_text())
     except FileNotFoundError:
-        raise BadInput(f"corrupt checkpoint: {src} is missing") from None
+        raise CheckpointRefused(f"corrupt checkpoint: {src} is missing") from None
     except (OSError, ValueError) as exc:
-        raise BadInput(f"corrupt checkpoint: {src}: {exc}") from None
+        raise CheckpointRefused(f"corrupt checkpoint: {src}: {exc}") from None
     if not isinstance(doc, dict) or doc.get("tag") != _tag(job, kind, level, shard) or not isinstance(doc.get("data"), dict):
-        raise BadInput(f"corrupt checkpoint: {src} does not belong there")
+        raise CheckpointRefused(f"corrupt checkpoint: {src} does not belong there")
     return doc["data"]
 
 
@@ -134,7 +132,7 @@ class Checkpoint:
     completed level; `files_of(level)` names what a resume at that level needs."""
 
     def __init__(self, directory: str | Path, identity: dict) -> None:
-        self.dir = Path(directory)
+        self.dir = Path(directory).resolve()  # files are named relative to it, whatever the working directory
         self.identity = dict(identity, format=FORMAT)
         self.job = job_id(self.identity)
         self.hashes: dict[str, list] = {}  # relative path -> [size, sha256] of the committed files
@@ -164,9 +162,9 @@ class Checkpoint:
         try:
             data = json.loads(marker.read_text())
         except (OSError, ValueError):
-            raise BadInput(f"{marker} is damaged: not the harness's checkpoint marker; refusing to use {self.dir}") from None
+            raise CheckpointRefused(f"{marker} is damaged: not the harness's checkpoint marker; refusing to use {self.dir}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("identity"), dict):
-            raise BadInput(f"{self.dir} holds a checkpoint of another harness version or tool; refusing to use it")
+            raise CheckpointRefused(f"{self.dir} holds a checkpoint of another harness version or tool; refusing to use it")
         return data["identity"]
 
     def _describe(self, identity: dict) -> str:
@@ -178,26 +176,26 @@ class Checkpoint:
         """Make DIR usable for this job: the saved progress when resuming, None for a fresh start.
         Refuses (BadInput) whenever that would touch data the harness does not own or trust."""
         if self.dir.exists() and not self.dir.is_dir():
-            raise BadInput(f"checkpoint path {self.dir} is not a directory")
+            raise CheckpointRefused(f"checkpoint path {self.dir} is not a directory")
         marker = self._read_marker() if self.dir.is_dir() else None
         if resume:
             if marker is None:
-                raise BadInput(f"--resume: there is no checkpoint in {self.dir} (drop --resume to start afresh)")
+                raise CheckpointRefused(f"--resume: there is no checkpoint in {self.dir} (drop --resume to start afresh)")
             if marker != self.identity:
-                raise BadInput(f"--resume: {self.dir} is the checkpoint of another job ({self._describe(marker)}); "
+                raise CheckpointRefused(f"--resume: {self.dir} is the checkpoint of another job ({self._describe(marker)}); "
                                f"this run is {self._describe(self.identity)}")
             return self._verify()
         if marker is None:
             if self.dir.is_dir() and any(self.dir.iterdir()):
-                raise BadInput(f"{self.dir} is not empty and is not a checkpoint of the harness; refusing to "
+                raise CheckpointRefused(f"{self.dir} is not empty and is not a checkpoint of the harness; refusing to "
                                "write there (choose an empty or new directory)")
         elif marker != self.identity:
-            raise BadInput(f"{self.dir} holds the checkpoint of another job ({self._describe(marker)}); refusing "
+            raise CheckpointRefused(f"{self.dir} holds the checkpoint of another job ({self._describe(marker)}); refusing "
                            "to clear it (resume that job, or choose another directory)")
         else:
             foreign = self._foreign()
             if foreign is not None:
-                raise BadInput(f"{self.dir} holds {foreign}, which the harness did not write; refusing to clear it")
+                raise CheckpointRefused(f"{self.dir} holds {foreign}, which the harness did not write; refusing to clear it")
             for entry in (MANIFEST, LOG, *KINDS):
                 target = self.dir / entry
                 if target.is_dir():
@@ -217,11 +215,7 @@ class Checkpoint:
 
     def check_writable(self) -> None:
         """Fail before any search if DIR cannot be created or written."""
-        probe = self.dir
-        while not probe.exists():
-            probe = probe.parent
-        if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-            raise BadInput(f"checkpoint directory {self.dir} cannot be written ({probe} is not a writable directory)")
+        check_writable_dir(self.dir, "--checkpoint")
 
     # -- the manifest -------------------------------------------------------------------------------
     def commit(self, level: int, totals: dict, new_files: list[Path], keep: Callable[[str], bool]) -> None:
@@ -239,29 +233,29 @@ class Checkpoint:
         """Read state.json and check every file it lists; refuse on any difference."""
         manifest = self.dir / MANIFEST
         if not manifest.exists():
-            raise BadInput(f"--resume: {self.dir} has no completed level to resume from (drop --resume)")
+            raise CheckpointRefused(f"--resume: {self.dir} has no completed level to resume from (drop --resume)")
         try:
             doc = json.loads(manifest.read_text())
         except (OSError, ValueError) as exc:
-            raise BadInput(f"corrupt checkpoint: {manifest}: {exc}") from None
+            raise CheckpointRefused(f"corrupt checkpoint: {manifest}: {exc}") from None
         body = doc.get("body") if isinstance(doc, dict) else None
         if not isinstance(body, dict) or doc.get("format") != FORMAT or doc.get("sha256") != _body_digest(body):
-            raise BadInput(f"corrupt checkpoint: {manifest} was changed or damaged (its checksum does not match)")
+            raise CheckpointRefused(f"corrupt checkpoint: {manifest} was changed or damaged (its checksum does not match)")
         if body.get("identity") != self.identity:
-            raise BadInput(f"corrupt checkpoint: {manifest} belongs to another job than its marker")
+            raise CheckpointRefused(f"corrupt checkpoint: {manifest} belongs to another job than its marker")
         level, files = body["level"], body["files"]
         for rel, (size, digest) in files.items():
             f = self.dir / rel
             if not f.is_file():
-                raise BadInput(f"corrupt checkpoint: {f} is missing")
+                raise CheckpointRefused(f"corrupt checkpoint: {f} is missing")
             if f.stat().st_size != size:
-                raise BadInput(f"corrupt checkpoint: {f} has {f.stat().st_size} bytes, {size} were written")
+                raise CheckpointRefused(f"corrupt checkpoint: {f} has {f.stat().st_size} bytes, {size} were written")
             if _sha256(f) != digest:
-                raise BadInput(f"corrupt checkpoint: {f} was changed since it was written (checksum)")
+                raise CheckpointRefused(f"corrupt checkpoint: {f} was changed since it was written (checksum)")
         for entry in self._entries():
             if entry in (MARKER, MANIFEST, LOG) or entry in files or self._leftover(entry, level):
                 continue
-            raise BadInput(f"corrupt checkpoint: {self.dir / entry} is not part of the checkpoint of level {level}")
+            raise CheckpointRefused(f"corrupt checkpoint: {self.dir / entry} is not part of the checkpoint of level {level}")
         for entry in self._entries():
             if entry not in files and self._leftover(entry, level):
                 (self.dir / entry).unlink()
@@ -277,6 +271,6 @@ class Checkpoint:
         m = _DATA_FILE.fullmatch(entry)
         if m is None:
             return False
-        kind, k = m.group(1), int(m.group(2))
+        kind, k = m.group(1) or m.group(4), int(m.group(2) or m.group(5))
         return (kind, k) in {("frontier", level + 1), ("visited", level), ("parents", level), ("stats", level),
                              ("frontier", level - 1), ("visited", level - 2), ("stats", level - 1)}

@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text  # text from a file or a spec is printed as Text: never read as markup or emoji codes
 
 from harness import interrupt
+from harness.files import check_writable_dir, write_atomic
 from harness.errors import BadInput
 from harness.interrupt import Interrupted
 
@@ -120,7 +121,7 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
     model = spec.bind(cfg)
     if no_deadlock:
         model.check_deadlock = False
-    _check_writable_dir(Path(out), "--out")  # before the search: its result must have somewhere to go
+    check_writable_dir(Path(out), "--out")  # before the search: its result must have somewhere to go
     if engine == "spark":
         from harness.engines import spark
 
@@ -163,17 +164,6 @@ def _not_nan(value: float | None, option: str) -> float | None:
     if value is not None and value != value:
         raise click.BadParameter("nan is not a number of seconds", param_hint=option)
     return value
-
-
-def _check_writable_dir(path: Path, option: str) -> None:
-    """Refuse (exit 2) a directory that cannot be created or written, before any work is done."""
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if path.exists() and not path.is_dir():
-        raise BadInput(f"{option} {path}: exists and is not a directory")
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise BadInput(f"{option} {path}: cannot be written ({probe} is not a writable directory)")
 
 
 _last_progress: dict = {}  # the last figures an engine reported: what an interrupted run had done
@@ -360,7 +350,7 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_path, ma
     cfg = spec.config(preset, settings, variants, mutation)
     model = spec.bind(cfg)
     path = out_path or f"{spec_name}-{preset or spec.default_preset}.{fmt}"
-    _check_writable_dir(Path(path).parent, "--out")
+    check_writable_dir(Path(path).parent, "--out")
     if Path(path).is_dir():
         raise BadInput(f"--out {path}: is a directory; name the file to write")
     g, _ = graph.build(model, max_states or graph.MAX_STATES, check_safety=False)
@@ -395,12 +385,13 @@ def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth,
 
     spec = load_spec(spec_name)
     model = spec.bind(spec.config(preset, (), variants, mutation))
-    _check_writable_dir(Path(out), "--out")
+    check_writable_dir(Path(out), "--out")
     result = z3prove.prove(model, list(properties) or None, brokers, depth)
     for cti in result["ctis"]:
         path = Path(out) / f"{spec_name}-{mutation or 'none'}-{cti['rule']}-{cti['property']}-cti.itf.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(z3prove.cti_itf(result, cti), indent=1))
+        text = json.dumps(z3prove.cti_itf(result, cti), indent=1)
+        write_atomic(path, lambda p: p.write_text(text))
         cti["file"] = str(path)
     if as_json:
         print(json.dumps(result, indent=1))
@@ -437,12 +428,13 @@ _exiting = threading.Lock()
 def _interrupted(exc: Interrupted) -> None:
     """One line: which signal, what the run had done (partial, not a verdict), then 130 or 143. Called
     by the main thread, or by the interrupt watcher when the main thread lost the exception."""
+    interrupt.stopping()
     if not _exiting.acquire(blocking=False):
-        return  # the other thread is already saying it
+        threading.Event().wait()  # the other thread is saying it and exits the process
     p = _last_progress
     done = (f"partial: {p['distinct']:,} distinct states, {p['generated']:,} generated, depth {p['depth']}, "
             f"{p['elapsed']:.1f} s" if p else "no figures yet")
-    hint = getattr(exc, "hint", None)
+    hint = interrupt.hint()
     print(f"interrupted by {exc.name}: no verdict ({done})" + (f"; {hint}" if hint else ""), file=sys.stderr)
     # Exit now: tearing down millions of states (or waiting on library threads) would take seconds.
     sys.stdout.flush()
@@ -451,6 +443,18 @@ def _interrupted(exc: Interrupted) -> None:
 
 
 def main() -> None:
+    """Run the command; whatever way it ends, a run that received a signal reports the interrupt."""
+    try:
+        _main()
+    except SystemExit:
+        if interrupt.received():
+            _interrupted(Interrupted(interrupt.last_signal()))
+        raise
+    if interrupt.received():
+        _interrupted(Interrupted(interrupt.last_signal()))
+
+
+def _main() -> None:
     interrupt.install(last_resort=_interrupted)
     for stream in (sys.stdout, sys.stderr):  # a trace's text on an ASCII terminal: escaped, never a traceback
         if hasattr(stream, "reconfigure"):

@@ -35,17 +35,22 @@ class Interrupted(KeyboardInterrupt):
         self.name = signal.Signals(signum).name
 
 
-GRACE_SECONDS = 1.0  # after a signal, the watcher's last resort waits this long for the main thread
+GRACE_SECONDS = 1.5  # after a signal, the watcher's last resort waits this long for the main thread
+# (longer than the Spark engine's 1 s stop, so that the main thread normally says it, with its hint)
 
 _cancellers: list[Callable[[], None]] = []
 _received: list[int] = []  # signals seen, in order (for code that learns of an interrupt by a return value)
 _installed = False
 _last_resort: Callable[[Interrupted], None] | None = None
+_hint: list[str] = []  # what the running engine would tell the user if stopped now
+_stopping = False  # set once the interrupt is being reported: later signals change nothing
+_timer: list[threading.Timer] = []
 
 
 def _raise(signum: int, frame) -> None:
     _received.append(signum)
-    raise Interrupted(signum)
+    if not _stopping:
+        raise Interrupted(signum)
 
 
 def _watch(fd: int) -> None:
@@ -61,10 +66,11 @@ def _watch(fd: int) -> None:
                 cancel()
             except Exception:  # a cancellation that fails leaves the Python handler to stop the run
                 pass
-        if _last_resort is not None:
+        if _last_resort is not None and not _timer:
             # An exception raised by a signal handler is lost when it lands in a garbage-collector
             # callback or a __del__ (Hypothesis registers one); then nothing would stop the run.
-            threading.Timer(GRACE_SECONDS, _last_resort, args=(Interrupted(data[-1]),)).start()
+            _timer.append(threading.Timer(GRACE_SECONDS, _last_resort, args=(Interrupted(data[-1]),)))
+            _timer[0].start()
 
 
 def _quiet_unraisable(default):
@@ -100,6 +106,21 @@ def cancelling(cancel: Callable[[], None]) -> Iterator[None]:
         yield
     finally:
         _cancellers.remove(cancel)
+
+
+def stopping() -> None:
+    """The interrupt is being reported: further signals only count."""
+    global _stopping
+    _stopping = True
+
+
+def note(hint: str) -> None:
+    """What to tell the user if a signal stops the run from now on (say, how to resume)."""
+    _hint[:] = [hint]
+
+
+def hint() -> str | None:
+    return _hint[0] if _hint else None
 
 
 def received() -> int:

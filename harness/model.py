@@ -21,6 +21,7 @@ import dataclasses
 import dis
 import hashlib
 import itertools
+import keyword
 import json
 import re
 import reprlib
@@ -415,8 +416,8 @@ class Spec:
         """Declare a mutation: `rule` is the rule it weakens, `removes` the check it takes out (cite the
         document), `caught_at` the preset where an invariant must catch it. Rule code tests the flag
         `cfg.mutated.<name>`; a name used there but not declared fails when the spec loads."""
-        if name in self.mutations or not name.isidentifier():
-            raise TypeError(f"mutation {name!r}: declared twice or not an identifier")
+        if name in self.mutations or not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+            raise TypeError(f"mutation {name!r}: declared twice, or not a plain identifier")
         m = self.mutations[name] = Mutation(name, rule, removes, caught_at or self.mutation_preset)
         self._flags = None
         return m
@@ -581,7 +582,7 @@ def check_declarations(spec: Spec, modules: Iterable) -> None:
             previous = None
             for ins in dis.get_instructions(code):
                 if previous is not None and previous.argval == "mutated" and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") \
-                        and ins.argval not in spec.mutations:
+                        and ins.argval not in spec.mutations and not ins.argval.startswith("_"):
                     line = ins.positions.lineno if ins.positions else code.co_firstlineno
                     raise BadInput(f"spec {spec.name!r}: {module.__name__} line {line} tests mutation {ins.argval!r}, "
                                    f"which is not declared (declared: {', '.join(spec.mutations) or 'none'})")

@@ -13,6 +13,7 @@ plain text), never as markup. Nothing here runs code from a file: traces are rea
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -196,7 +197,9 @@ def field_matcher(patterns: Iterable[str]) -> Callable[[str], bool] | None:
     patterns = list(patterns)
     if not patterns:
         return None
-    regexes = [re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in p)) for p in patterns]
+    # fnmatch's translation keeps matching linear (a naive `.*` per star backtracks exponentially on
+    # `*a*a*a...b`); "[[]" is its spelling of a literal bracket.
+    regexes = [re.compile(fnmatch.translate(p.replace("[", "[[]"))) for p in patterns]
 
     def matches(path: str) -> bool:
         prefixes = [path[:m.start()] for m in re.finditer(r"[.\[]", path)] + [path]

@@ -23,6 +23,7 @@ import jsonschema
 
 from harness import __version__
 from harness.errors import BadInput
+from harness.files import write_atomic
 from harness.itf import MAX_INT_DIGITS, MAX_SHOWN_CHARS, UNPRINTABLE, one_line, shown
 from harness.model import Action, Model, Spec, config_digest, config_to_dict, preset_of, variant_of
 
@@ -177,8 +178,8 @@ def dumps(doc: dict) -> str:
 
 def write_trace(path: Path, model: Model, states: list[tuple], actions: list[Action | None], outcome: Outcome,
                 engine: str, seed: int | None = None, loop: int | None = None, extra: dict | None = None) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps(trace_document(model, states, actions, outcome, engine, seed, loop, extra)))
+    text = dumps(trace_document(model, states, actions, outcome, engine, seed, loop, extra))
+    write_atomic(path, lambda p: p.write_text(text))  # an interrupt never leaves half a trace
     return path
 
 

@@ -202,3 +202,15 @@ def test_damaged_checkpoints_are_refused_or_give_the_uninterrupted_result(refere
         return
     assert what == "noop" or summary(r) == expected, what  # accepted only if the result is unchanged
     COUNTS["no_op" if what == "noop" else "resumed_unchanged"] += 1
+
+
+def test_relative_and_default_checkpoint_paths_work_and_resume(tmp_path, cli):
+    for args in (["--checkpoint", "rel/ck"], []):
+        code, out, err = cli("check", "example", "--config", "ci", "--engine", "spark", "--quiet", "--json", *args,
+                             cwd=tmp_path)
+        assert code == 0, err
+        ck = json.loads(out)["stats"]["checkpoint"]
+        code, _, err = cli("check", "example", "--config", "ci", "--engine", "spark", "--quiet", "--resume",
+                           "--checkpoint", ck, cwd=tmp_path)
+        assert code == 0, err
+    assert (tmp_path / "rel" / "ck" / "checkpoint.json").exists() and any((tmp_path / "checkpoints").iterdir())

@@ -271,10 +271,11 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     cfg = model.config
     shards = partitions or (os.cpu_count() or 2)
     digest = config_digest(cfg)
-    directory = Path(checkpoint or f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{digest}")
     deadlock = check_deadlock and model.check_deadlock
-    store = ck.Checkpoint(directory, {"spec": model.name, "digest": digest, "shards": shards,
-                                      "check_deadlock": deadlock, "code": code_digest()})
+    identity = {"spec": model.name, "digest": digest, "shards": shards, "check_deadlock": deadlock, "code": code_digest()}
+    # The default directory names the whole job, so a changed model or shard count gets a new one.
+    directory = Path(checkpoint or f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{ck.job_id(identity)}")
+    store = ck.Checkpoint(directory, identity)
     store.check_writable()
     saved = store.open(resume)
     job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "shards": shards,
@@ -292,6 +293,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                             "violations": {}, "spark_levels": 0, "driver_levels": 0}
         store.commit(0, totals, _level_files(job, "frontier", 0), keep=lambda rel: False)
     else:
+        interrupt.note(f"the checkpoint of level {saved['level']} is kept: add --resume to continue")
         level, totals = saved["level"], saved["totals"]
 
     session: dict = {}
@@ -352,12 +354,12 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                 level += 1
                 store.commit(level, totals, _level_files(job, "frontier", level) + _level_files(job, "visited", level - 1)
                              + _level_files(job, "parents", level - 1), keep=lambda rel: rel.startswith("parents/"))
+                interrupt.note(f"the checkpoint of level {level} is kept: add --resume to continue")
                 _drop_consumed(job, level - 1)
                 if progress:
                     progress({"distinct": totals["distinct"], "generated": totals["generated"], "depth": level,
                               "queue": frontier, "elapsed": time.monotonic() - started})
-    except interrupt.Interrupted as exc:
-        exc.hint = f"the checkpoint of level {level} is kept: add --resume to continue"
+    except interrupt.Interrupted:
         if "spark" in session:
             stop_session(session["spark"])
         raise
