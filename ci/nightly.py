@@ -71,8 +71,11 @@ def run_model(name: str, folder: Path) -> dict:
     hp = "large" if "large" in spec.presets and not QUICK else "ci"
     model = spec.bind(spec.config(hp))
     t = time.monotonic()
-    r = hyp.explore(model, profile="ci" if QUICK else "nightly", examples=50 if QUICK else None)
-    out["hypothesis"] = {"preset": hp, "outcome": r.outcome, "runs": r.stats["max_examples"],
+    # A new seed each night (the UTC date, recorded), so nights explore different walks; a report names its
+    # seed, and `check --engine hypothesis --profile nightly --seed S` repeats that night's run.
+    seed = int(datetime.now(timezone.utc).strftime("%Y%m%d"))
+    r = hyp.explore(model, profile="ci" if QUICK else "nightly", examples=50 if QUICK else None, seed=seed)
+    out["hypothesis"] = {"preset": hp, "outcome": r.outcome, "runs": r.stats["max_examples"], "seed": r.stats["seed"],
                          "seconds": round(time.monotonic() - t, 1), "traces": save_violations(model, r, folder)}
     log(f"  {name}/{hp} hypothesis: {r.outcome}, {out['hypothesis']['seconds']} s")
     model = spec.bind(spec.config("tiny"))

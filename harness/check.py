@@ -39,4 +39,7 @@ def summary(model: Model, result: CheckResult) -> dict:
 
 
 def exit_code(result: CheckResult) -> int:
-    return 1 if result.violations else 0
+    """1: a violation; 3: no violation, but a limit stopped the search before it was complete; 0: holds."""
+    if result.violations:
+        return 1
+    return 0 if result.complete else 3

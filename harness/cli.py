@@ -240,13 +240,14 @@ def _print_result(model, result) -> None:
             _print_lines(([Text("")] if i else []) + violation_lines(model, v))
     elif result.engine == "z3":
         err.print(f"[green]no violation[/green] of {', '.join(result.stats['properties'])} within {result.stats['depth']} "
-                  "abstract steps")
+                  "abstract steps" + ("" if result.complete else " examined (incomplete: see the warning)"))
     elif result.complete and result.engine == "hypothesis":
         err.print("[green]no violation[/green] in the whole budget of runs")
     elif result.complete:
         err.print("[green]no violation[/green]: the state space was exhausted")
     else:
-        err.print(f"[yellow]no violation found, but the search stopped early ({result.stopped_by})[/yellow]")
+        err.print(f"[yellow]no violation found, but the search stopped early ({result.stopped_by}): "
+                  "incomplete, exit 3[/yellow]")
 
 
 # ---------------------------------------------------------------------------------- replay / show

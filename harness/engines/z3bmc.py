@@ -221,7 +221,9 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
             if best is None or v.depth < best.depth:
                 best, best_abstract = v, rules
             solver.add(z3.Not(z3.And(*[equals(unroll.states[i], abstract[i]) for i in range(k + 1)])))
-    result = CheckResult(engine="z3", complete=False, stopped_by="max-depth")
+    # Complete: the bounded check asked for (every abstract run up to `depth`) was done; candidate budget,
+    # solver timeouts or the concretization limit leave it incomplete (exit 3).
+    result = CheckResult(engine="z3", complete=exhaustive, stopped_by=None if exhaustive else "budget")
     if best is not None:
         best.note = (f"BMC: abstract counterexample of {len(best_abstract)} controller steps "
                      f"({', '.join(best_abstract)}), concretized into {best.depth} model steps")
