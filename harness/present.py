@@ -27,7 +27,7 @@ from harness.errors import BadInput
 from harness.itf import shown
 from harness.model import Model, Spec, config_digest, config_to_dict, range_text, variant_of
 from harness.replay import diff_states
-from harness.trace import Cti, Outcome, Trace
+from harness.trace import Cti, Trace, outcome_document
 
 
 @dataclass
@@ -97,22 +97,6 @@ def lasso_text(model: Model, states: list[tuple], loop: int | None) -> str | Non
     return f"from state {last}, state {last} repeats forever ({why.format(n=last, r=', '.join(enabled or ()))})"
 
 
-def outcome_of(model: Model, outcome: Outcome, last: tuple, recorded: dict | None = None) -> dict:
-    """The outcome with the property's statement and the reason it gives at the last state: as the trace
-    records them, else from the model (older traces record neither)."""
-    doc = {"kind": outcome.kind, "property": outcome.property, **(recorded or {})}
-    prop = property_name(outcome.kind, outcome.property)
-    if not doc.get("statement") and prop:
-        statement = model.statement(prop)
-        if statement:
-            doc["statement"] = folded(statement)
-    if not doc.get("reason") and outcome.kind == "invariant":
-        reason = _guarded(lambda: model.explain(outcome.property, last))
-        if reason:
-            doc["reason"] = folded(reason)
-    return doc
-
-
 def property_name(kind: str, prop: str | None) -> str | None:
     """The property an outcome is about: deadlock freedom is `Deadlock` (as `Model.statement` names it)."""
     return prop or ("Deadlock" if kind == "deadlock" else None)
@@ -143,7 +127,7 @@ def _variants_text(variant: dict) -> str:
 
 def trace_view(trace: Trace) -> View:
     model, meta = trace.model, trace.meta
-    outcome = outcome_of(model, trace.outcome, trace.states[-1], meta["outcome"])
+    outcome = outcome_document(model, trace.outcome, trace.states[-1], meta["outcome"])
     variant = variant_of(trace.spec, model.config)
     header = {"kind": "trace", "file": trace.path, "spec": trace.spec.name, "config": meta.get("preset"),
               "config_digest": meta["config_digest"], "variant": variant, "mutation": model.config.mutation,
@@ -328,7 +312,7 @@ def replay_command(path: str) -> str:
 def violation_lines(model: Model, violation) -> list[Text]:
     """What `check` prints on stdout for one violation: the trace in the compact changed-fields form,
     the property's statement and the reason, and last the VIOLATION line and the replay command."""
-    outcome = outcome_of(model, violation.outcome, violation.states[-1])
+    outcome = outcome_document(model, violation.outcome, violation.states[-1])
     view = View("trace", {}, "", run_steps(model, violation.states, violation.actions, violation.loop),
                 run_closing(model, violation.states, violation.loop, outcome, [("note", violation.note)]))
     prop = property_name(violation.outcome.kind, violation.outcome.property)
@@ -340,7 +324,7 @@ def violation_lines(model: Model, violation) -> list[Text]:
 
 def violation_json(model: Model, violation) -> dict:
     """One violation of `check --json`: the engine's summary with the property's statement and reason."""
-    outcome = outcome_of(model, violation.outcome, violation.states[-1])
+    outcome = outcome_document(model, violation.outcome, violation.states[-1])
     return {**violation.to_json(), **{k: outcome[k] for k in ("statement", "reason") if k in outcome}}
 
 

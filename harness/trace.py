@@ -125,16 +125,23 @@ class Trace:
     loop: int | None
 
 
-def outcome_document(model: Model, outcome: Outcome, last: tuple) -> dict:
-    """The outcome with the property's statement and, for an invariant, the reason it gives at `last`; each
-    folded to one line (a docstring's line breaks would make the trace unreadable: see Input limits)."""
-    doc = outcome.to_json()
-    statement = model.statement(outcome.property) if outcome.property else None
-    if statement:
-        doc["statement"] = " ".join(statement.split())
-    reason = model.explain(outcome.property, last) if outcome.kind == "invariant" else None
-    if reason:
-        doc["reason"] = " ".join(reason.split())
+def outcome_document(model: Model, outcome: Outcome, last: tuple, recorded: dict | None = None) -> dict:
+    """The outcome with the property's statement and, for an invariant, the reason it gives at `last`, each
+    folded to one line (a docstring's line breaks would make the trace unreadable: see Input limits). What
+    a trace already `recorded` is kept; older traces record neither. Traces and `show` both use this."""
+    doc = {**outcome.to_json(), **(recorded or {})}
+    prop = outcome.property or ("Deadlock" if outcome.kind == "deadlock" else None)
+    if not doc.get("statement") and prop:
+        statement = model.statement(prop)
+        if statement:
+            doc["statement"] = " ".join(statement.split())
+    if not doc.get("reason") and outcome.kind == "invariant":
+        try:
+            reason = model.explain(outcome.property, last)
+        except Exception:  # noqa: BLE001 - a reason is commentary: an edited trace's odd state may break it
+            reason = None
+        if reason:
+            doc["reason"] = " ".join(reason.split())
     return doc
 
 
