@@ -34,7 +34,12 @@ MAX_MESSAGE_CHARS = 300  # a whole error message, or the file name in it
 UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _BIGINT = re.compile(f"-?[0-9]{{1,{MAX_INT_DIGITS}}}")
 
-_short_repr = reprlib.Repr()
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:  # repr() of a huge int is slow, and refused past 4300 digits
+        return repr(x) if x.bit_length() <= 100 else f"<int of {x.bit_length():,} bits>"
+
+
+_short_repr = _ShortRepr()
 _short_repr.maxlevel, _short_repr.maxstring, _short_repr.maxother = 2, MAX_SHOWN_CHARS, MAX_SHOWN_CHARS
 
 
@@ -44,10 +49,10 @@ def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return UNPRINTABLE.sub(lambda m: ascii(m.group())[1:-1], cut)
 
 
-def shown(value: Any) -> str:
-    """A short single-line repr of a value read from a file, for error messages (repr escapes
-    newlines and surrogates; reprlib bounds the work on huge values)."""
-    return one_line(_short_repr.repr(value), MAX_SHOWN_CHARS + 10)
+def shown(value: Any, limit: int = MAX_SHOWN_CHARS + 10) -> str:
+    """A short single-line repr of a value read from a file or a command line, for error messages
+    (repr escapes newlines and surrogates; reprlib bounds the work on huge values and huge ints)."""
+    return one_line(_short_repr.repr(value), limit)
 
 
 def _bad(where: str, what: str, got: Any) -> BadInput:

@@ -24,7 +24,6 @@ import itertools
 import keyword
 import json
 import re
-import reprlib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 import msgpack
 
 from harness.errors import BadInput
-from harness.itf import ItfType, Record, type_of_annotation
+from harness.itf import ItfType, Record, shown, type_of_annotation
 
 MASK64 = (1 << 64) - 1
 
@@ -174,20 +173,9 @@ MAX_VALUE_CHARS = 100_000  # a longer --set value is refused unparsed (the longe
 _INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)  # int() also takes "1_000", " 1", "\u0661" and other digit sets
 
 
-class _ShortRepr(reprlib.Repr):
-    def repr_int(self, x: int, level: int) -> str:  # repr() of a huge int is slow, and refused past 4300 digits
-        return repr(x) if x.bit_length() <= 100 else f"<int of {x.bit_length():,} bits>"
-
-
-_short = _ShortRepr()
-_short.maxlevel, _short.maxlist, _short.maxtuple, _short.maxstring, _short.maxother = 2, 6, 6, 40, 40
-
-
-def _show(value: Any, limit: int = 40) -> str:
-    """A config value for an error message: one line (repr escapes newlines and NULs), at most `limit`
-    characters, and cheap on huge values (reprlib cuts long strings, lists and deep nesting)."""
-    text = _short.repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _show(value: Any) -> str:
+    """A config value for an error message: one line, at most 40 characters, cheap on huge values."""
+    return shown(value, 40)
 
 
 def range_text(f: dataclasses.Field | None) -> str:

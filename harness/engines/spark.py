@@ -234,14 +234,18 @@ def stop_session(sc, seconds: float = 1.0) -> None:
         proc.kill()
 
 
+def _code_files() -> list[tuple[Path, Path]]:
+    """(file, path relative to the repository) of every harness, spec and invariant source, sorted."""
+    root = Path(__file__).resolve().parents[2]
+    return [(f, f.relative_to(root)) for pkg in ("harness", "specs", "invariants") for f in sorted((root / pkg).rglob("*.py"))]
+
+
 def _ship_code(sc) -> None:
     """On a cluster, executors import harness/specs/invariants from a zip the driver adds."""
-    root = Path(__file__).resolve().parents[2]
     tmp = Path(tempfile.mkdtemp()) / "harness-code.zip"
     with zipfile.ZipFile(tmp, "w") as z:
-        for pkg in ("harness", "specs", "invariants"):
-            for f in (root / pkg).rglob("*.py"):
-                z.write(f, f.relative_to(root))
+        for f, rel in _code_files():
+            z.write(f, rel)
     sc.addPyFile(str(tmp))
 
 
@@ -251,11 +255,9 @@ def _ship_code(sc) -> None:
 def code_digest() -> str:
     """A digest of the harness, spec and invariant sources: a checkpoint written by other code
     would resume into another model's states, so it is part of the job's identity."""
-    root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
-    for pkg in ("harness", "specs", "invariants"):
-        for f in sorted((root / pkg).rglob("*.py")):
-            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    for f, rel in _code_files():
+        h.update(str(rel).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:16]
 
 
