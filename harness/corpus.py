@@ -39,9 +39,15 @@ def all_cases(names: list[str] | None = None) -> list[Case]:
 
 def run_case(case: Case, time_limit: float | None = None):
     """BFS at the case's config (guided by the spec's scenario for this mutation, if it has one:
-    the shortest violation among runs made of the scenario's actions); returns (model, result)."""
+    the shortest violation among runs made of the scenario's actions), or the graph engine for a
+    mutation caught by a liveness property; returns (model, result)."""
     spec = load_spec(case.spec)
     model = spec.bind(spec.config(case.preset, mutation=case.mutation))
+    mutation = spec.mutations.get(case.mutation)
+    if mutation is not None and mutation.caught_by == "graph":
+        from harness.engines import graph
+
+        return model, graph.explore(model)[0]
     scenario = spec.guides.get(case.mutation)
     if scenario is None:
         return model, bfs.explore(model, time_limit=time_limit)

@@ -317,6 +317,7 @@ class Mutation:
     rule: str
     removes: str
     caught_at: str  # the preset at which some invariant must catch it
+    caught_by: str = "bfs"  # "graph": its loss shows only as a liveness failure (a lasso), found by the graph engine
 
     def __str__(self) -> str:
         return f"{self.rule}: {self.removes}"
@@ -400,13 +401,16 @@ class Spec:
         """The config at which `mutation` must be caught."""
         return self.mutations[mutation].caught_at
 
-    def mutation(self, name: str, *, rule: str, removes: str, caught_at: str | None = None) -> Mutation:
+    def mutation(self, name: str, *, rule: str, removes: str, caught_at: str | None = None,
+                 liveness: bool = False) -> Mutation:
         """Declare a mutation: `rule` is the rule it weakens, `removes` the check it takes out (cite the
-        document), `caught_at` the preset where an invariant must catch it. Rule code tests the flag
+        document), `caught_at` the preset where an invariant must catch it (`liveness=True`: where a
+        liveness property fails, found by the graph engine). Rule code tests the flag
         `cfg.mutated.<name>`; a name used there but not declared fails when the spec loads."""
         if name in self.mutations or not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
             raise TypeError(f"mutation {name!r}: declared twice, or not a plain identifier")
-        m = self.mutations[name] = Mutation(name, rule, removes, caught_at or self.mutation_preset)
+        m = self.mutations[name] = Mutation(name, rule, removes, caught_at or self.mutation_preset,
+                                            "graph" if liveness else "bfs")
         self._flags = None
         return m
 
