@@ -66,9 +66,14 @@ def reassignment_well_formed(cfg, s: State):
 
 
 def names_target(cfg, s: State) -> bool:
-    """ZooKeeper names the submitted target: in /admin/reassign_partitions, or in the topic znode's AR/RR."""
+    """ZooKeeper names the submitted target: in /admin/reassign_partitions, in the topic znode's AR/RR, or
+    as the topic znode's plain RS (a target the assignment already has, as a set: a reorder)."""
     zk = s.zk
-    return zk.admin == s.trs or (bool(zk.adding | zk.removing) and target_of(zk) == s.trs)
+    if zk.admin == s.trs:
+        return True
+    if zk.adding | zk.removing:
+        return target_of(zk) == s.trs
+    return mask(zk.rs) == mask(s.trs)
 
 
 @spec.invariant(name="AssignmentRecoverable", reads=("zk", "status", "ors", "trs"))

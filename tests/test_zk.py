@@ -1,0 +1,311 @@
+"""The `zk` model: the seed's transition table and Kafka 3.9's leader-epoch accounting driven through the
+rules, controller fail-over after every phase step, cancellation, replacement, an offline target,
+the mutations, and every engine on the model."""
+
+import pytest
+
+from harness.bitset import mask, members
+from harness.engines import bfs
+from harness.model import Action
+from harness.registry import load_spec
+from specs.zk import CANCELLED, DONE, IDLE, IN_PROGRESS, LEADER, NONE, STEP, origin_of
+
+SPEC = load_spec("zk")
+
+# Rules that run by themselves (fair) and change nothing the user asked for: what `settle` fires.
+PROGRESS = {"deliver", "fetch", "advance_hwm", "handle_reassign_znode_creation", "handle_isr_change_notification",
+            "handle_alter_partition", "handle_broker_change", "controller_failover", "resume_reassignments",
+            "u1_write_assignment", "u3_stop_unneeded_replicas", "u3_delete_unneeded_replicas", "a0_expand_replicas",
+            "a1_bump_leader_epoch", "a2_start_new_replicas", "b1_online_new_replicas", "b2_set_replicas_in_memory",
+            "b3_move_leader", "b4_offline_removed_replicas", "b5_delete_removed_replicas", "b6_write_target_replicas",
+            "b7_clear_admin_znode", "b8_send_update_metadata", "broker_start", "zombie_step"}
+
+
+def model(preset="tiny", mutation=None, **settings):
+    values = {**SPEC.presets[preset], **settings, **({"mutation": mutation} if mutation else {})}
+    return SPEC.bind(SPEC.config_from_dict(values, preset=preset))
+
+
+def step(m, s, rule, check=True, **params):
+    nxt = m.apply(s, Action(rule, tuple(params.items())))
+    assert nxt is not None, f"{rule}{params} is not enabled"
+    if check:
+        assert not m.violated(nxt), m.violated(nxt)
+    return nxt
+
+
+def settle(m, s, stop=None, allowed=PROGRESS, limit=2000, check=True):
+    """Fire enabled progress rules (first enabled in the model's order) until none is enabled or `stop(s)`."""
+    for _ in range(limit):
+        if stop is not None and stop(s):
+            return s
+        for index, nxt in m.successors(s):
+            if m.describe_action(index).rule in allowed:
+                if check:
+                    assert not m.violated(nxt), (m.describe_action(index), m.violated(nxt))
+                s = nxt
+                break
+        else:
+            return s
+    raise AssertionError("no quiescence")
+
+
+def at_step(name):
+    return lambda s: s.controller.step == STEP.codes[name]
+
+
+def row(s, admin_target=None):
+    """(RS, AR, RR, leader, ISR) as the seed's table lists them; AR/RR from the topic znode (kafka) or, for
+    the seed reading (pre-KIP-455 topic znode), from RS and the target named in /admin/reassign_partitions."""
+    zk = s.zk
+    adding, removing = zk.adding, zk.removing
+    if not (adding | removing) and admin_target and zk.admin:
+        target = mask(zk.admin)
+        adding, removing = target & ~s.ors, mask(zk.rs) & ~target
+    return list(zk.rs), members(adding), members(removing), zk.leader, members(zk.isr)
+
+
+# ------------------------------------------------------------ the seed's table, {1,2,3} -> {4,5,6}
+
+EXAMPLE = dict(brokers=6, replicas=[1, 2, 3], targets=[[4, 5, 6]], max_records=0, max_failovers=0,
+               max_broker_crashes=0)
+
+
+@pytest.mark.parametrize("controller", ["seed", "kafka"])
+def test_seed_transition_table_123_to_456(controller):
+    m = model("tiny", controller=controller, **EXAMPLE)
+    s = m.init_states()[0]
+    assert row(s) == ([1, 2, 3], [], [], 1, [1, 2, 3])  # (initial state)
+    e = s.zk.leader_epoch
+    s = step(m, s, "create_reassign_znode", target=0)
+    s = settle(m, s, stop=lambda s: s.controller.step == IDLE and s.zk.leader_epoch > e)  # through A2
+    assert row(s, True) == ([4, 5, 6, 1, 2, 3], [4, 5, 6], [1, 2, 3], 1, [1, 2, 3])  # (step A2)
+    assert s.zk.leader_epoch == e + 1  # A1's bump
+    s = settle(m, s, stop=at_step("B1"))
+    assert row(s, True) == ([4, 5, 6, 1, 2, 3], [4, 5, 6], [1, 2, 3], 1, [1, 2, 3, 4, 5, 6])  # (phase B)
+    assert s.zk.leader_epoch == e + 1  # ISR expansions keep it (only the zkVersion moves)
+    for rule in ("b1_online_new_replicas", "b2_set_replicas_in_memory", "b3_move_leader"):
+        s = step(m, s, rule)
+    assert row(s, True) == ([4, 5, 6, 1, 2, 3], [4, 5, 6], [1, 2, 3], 4, [1, 2, 3, 4, 5, 6])  # (step B3)
+    assert s.zk.leader_epoch == e + 2
+    s = step(m, s, "b4_offline_removed_replicas")
+    assert row(s, True) == ([4, 5, 6, 1, 2, 3], [4, 5, 6], [1, 2, 3], 4, [4, 5, 6])  # (step B4)
+    # Kafka: one write and one bump per removed in-sync replica (the table's one row is three); seed: one
+    assert s.zk.leader_epoch == e + (5 if controller == "kafka" else 3)
+    s = step(m, s, "b5_delete_removed_replicas")
+    s = step(m, s, "b6_write_target_replicas")
+    assert row(s) == ([4, 5, 6], [], [], 4, [4, 5, 6])  # (step B6)
+    s = settle(m, s)
+    assert s.status == DONE and not s.zk.admin
+    for b in (1, 2, 3):
+        assert s.brokers[b - 1].role == NONE and not s.brokers[b - 1].log  # deleted (B5)
+
+
+# ---------------------------------------------- Kafka 3.9's leader-epoch accounting (reference §6)
+
+
+def kafka_model(preset="tiny", **settings):
+    return model(preset, controller="kafka", **{"max_failovers": 0, "max_broker_crashes": 0, "max_records": 0,
+                                                **settings})
+
+
+def test_kafka_move_c_to_o_adds_three_epochs():
+    """[C] -> [O] through the znode: A1 +1, B3 +1 (election), B4 +1 (C left the ISR) (testPartitionReassignment)."""
+    m = kafka_model()
+    s = m.init_states()[0]
+    s = settle(m, step(m, s, "create_reassign_znode", target=0))
+    assert s.status == DONE and s.zk.leader == 2 and s.zk.leader_epoch == 3 and list(s.zk.rs) == [2]
+
+
+def test_kafka_offline_target_waits_then_resumes_on_start_adding_four_epochs():
+    """The target broker is down: the znode submission is accepted, A1 +1, and the reassignment waits
+    (...HaltingProgress: +1); when it starts, A1 again, then B3 and B4: +4 in all (...ResumesAfterReplicaComesOnline)."""
+    m = kafka_model(max_broker_crashes=1)
+    s = m.init_states()[0]
+    s = step(m, s, "broker_crash", broker=2)
+    s = step(m, s, "handle_broker_change")
+    s = step(m, s, "create_reassign_znode", target=0)
+    s = settle(m, s, allowed=PROGRESS - {"broker_start"})
+    assert s.status == IN_PROGRESS and s.zk.leader == 1 and s.zk.leader_epoch == 1 and s.zk.admin == (2,)
+    s = settle(m, s)  # broker 2 starts: onBrokerStartup resumes the reassignment
+    assert s.status == DONE and s.zk.leader == 2 and s.zk.leader_epoch == 4
+
+
+def test_kafka_api_refuses_an_offline_target_that_the_znode_accepts():
+    m = kafka_model(max_broker_crashes=1)
+    s = step(m, step(m, m.init_states()[0], "broker_crash", broker=2), "handle_broker_change")
+    assert m.apply(s, Action("alter_partition_reassignments", (("target", 0),))) is None  # INVALID_REPLICA_ASSIGNMENT
+    assert m.apply(s, Action("create_reassign_znode", (("target", 0),))) is not None
+
+
+def test_seed_variant_completes_an_offline_target_without_a_second_a1():
+    """The seed reading has no resumption on start-up: the started broker's replicas get a LeaderAndIsr at
+    the current epoch (ReplicaStateMachine OnlineReplica), which is enough here: A1 +1, B3 +1, B4 +1."""
+    m = model("tiny", max_failovers=0, max_broker_crashes=1, max_records=0)  # [1] -> [2]
+    s = step(m, step(m, m.init_states()[0], "broker_crash", broker=2), "handle_broker_change")
+    s = settle(m, step(m, s, "create_reassign_znode", target=0), allowed=PROGRESS - {"broker_start"})
+    assert s.status == IN_PROGRESS and s.zk.leader_epoch == 1
+    s = settle(m, s)
+    assert s.status == DONE and s.zk.leader == 2 and s.zk.leader_epoch == 3
+
+
+def test_kafka_noop_reassignment_is_complete_within_its_event():
+    """A target equal to RS is no reassignment; a reorder completes in the submitting event: B3 +1 only (D3)."""
+    m = kafka_model(brokers=2, replicas=[1, 2], targets=[[2, 1]])
+    s = step(m, m.init_states()[0], "alter_partition_reassignments", target=0)
+    assert s.controller.step == STEP.codes["B1"]  # phase A skipped
+    s = settle(m, s)
+    assert list(s.zk.rs) == [2, 1] and s.zk.leader_epoch == 1 and s.zk.leader == 1
+
+
+# ------------------------------------------------------------------- cancellation and replacement
+
+
+CANCEL = dict(targets=[[2, 3]], max_cancels=1)
+
+
+def test_kafka_cancel_before_the_adding_replica_joined_the_isr():
+    m = kafka_model("small", **CANCEL)
+    s = m.init_states()[0]
+    s = step(m, s, "alter_partition_reassignments", target=0)
+    s = settle(m, s, stop=lambda s: s.controller.step == IDLE)
+    assert s.zk.isr == mask([1, 2]) and s.zk.adding == mask([3])
+    s = settle(m, step(m, s, "cancel_reassignment"), allowed=PROGRESS - {"fetch"})
+    assert s.status == CANCELLED and set(s.zk.rs) == {1, 2} and not s.zk.adding | s.zk.removing
+    assert s.zk.leader == 1 and s.zk.leader_epoch == 2  # A1 +1, then B3 +1 (3 was not in the ISR: no U3 bump)
+    assert s.brokers[2].role == NONE and not s.brokers[2].log  # the adding replica is stopped and deleted
+
+
+def test_kafka_cancel_after_the_adding_replica_joined_the_isr():
+    """TRS [3,1] with 1 down stays incomplete after 3 joins the ISR; the cancel takes 3 out of the ISR (+1 at U3)."""
+    m = kafka_model("small", max_cancels=1, targets=[[3, 1]], max_broker_crashes=1)
+    s = m.init_states()[0]
+    s = step(m, step(m, s, "broker_crash", broker=1), "handle_broker_change")
+    s = step(m, s, "alter_partition_reassignments", target=0)
+    s = settle(m, s, allowed=PROGRESS - {"broker_start"})
+    assert s.zk.isr == mask([2, 3]) and s.status == IN_PROGRESS
+    epoch = s.zk.leader_epoch
+    s = settle(m, step(m, s, "cancel_reassignment"), allowed=PROGRESS - {"broker_start"})
+    assert s.status == CANCELLED and set(s.zk.rs) == {1, 2} and s.zk.isr == mask([2])
+    assert s.zk.leader_epoch == epoch + 2  # U3 +1 (3 left the ISR), B3 +1
+    assert s.brokers[2].role == NONE and not s.brokers[2].log
+
+
+def test_kafka_replace_is_computed_against_the_original_replicas():
+    """([1,2] -> [2,3]) replaced by [3,1]: RS = [3,1,2] (reassignTo against ORS), and 3 ... stays adding."""
+    m = kafka_model("small", targets=[[2, 3], [1, 3]], max_reassignments=2)
+    s = step(m, m.init_states()[0], "alter_partition_reassignments", target=0)
+    s = settle(m, s, stop=lambda s: s.controller.step == IDLE)
+    s = step(m, s, "alter_partition_reassignments", target=1)
+    assert list(s.zk.rs) == [1, 3, 2] and s.zk.adding == mask([3]) and s.zk.removing == mask([2])
+    s = settle(m, s)
+    assert s.status == DONE and list(s.zk.rs) == [1, 3]
+    assert s.brokers[1].role == NONE and not s.brokers[1].log  # 2, removed by the replacement
+
+
+def test_kafka_replace_by_the_origin_drops_the_adding_replica_at_once():
+    """A new target equal to ORS is `reassignTo(ORS)`: a plain assignment, so it acts as a cancellation."""
+    m = kafka_model("small", targets=[[2, 3], [1, 2]], max_reassignments=2)
+    s = step(m, m.init_states()[0], "alter_partition_reassignments", target=0)
+    s = settle(m, s, stop=lambda s: s.controller.step == IDLE)
+    s = step(m, s, "alter_partition_reassignments", target=1)
+    assert list(s.zk.rs) == [1, 2] and not s.zk.adding | s.zk.removing
+    assert s.controller.step == STEP.codes["U3_OFFLINE"] and s.controller.stopping == mask([3])
+    s = settle(m, s)
+    assert s.status == DONE and s.brokers[2].role == NONE and not s.brokers[2].log
+
+
+# --------------------------------------------------------- controller fail-over after each step
+
+SEED_STEPS = ["handle_reassign_znode_creation", "a0_expand_replicas", "a1_bump_leader_epoch",
+              "a2_start_new_replicas", "b1_online_new_replicas", "b2_set_replicas_in_memory", "b3_move_leader",
+              "b4_offline_removed_replicas", "b5_delete_removed_replicas", "b6_write_target_replicas",
+              "b7_clear_admin_znode", "b8_send_update_metadata"]
+
+
+def run_with_crash_after(m, crash_after: str, mutation_checks=True):
+    """Submit, run the controller's steps (brokers working between them) and crash it right after
+    `crash_after`; the next controller must finish from ZooKeeper alone."""
+    s = step(m, m.init_states()[0], "create_reassign_znode", target=0)
+    fired = False
+    for _ in range(500):
+        for index, nxt in m.successors(s):
+            rule = m.describe_action(index).rule
+            if rule in PROGRESS and rule != "controller_failover":
+                s = nxt
+                fired = fired or rule == crash_after
+                break
+        if fired:
+            break
+    assert fired, crash_after
+    s = step(m, s, "controller_crash", check=mutation_checks, zombie=0)
+    return s
+
+
+@pytest.mark.parametrize("crash_after", SEED_STEPS)
+@pytest.mark.parametrize("controller", ["seed", "kafka"])
+def test_a_controller_crash_after_each_step_is_finished_by_the_next_controller(controller, crash_after):
+    if controller == "kafka" and crash_after == "a0_expand_replicas":
+        crash_after = "u1_write_assignment"
+    m = model("tiny", controller=controller, brokers=3, replicas=[1, 2], targets=[[2, 3]], max_records=1,
+              max_broker_crashes=0)
+    s = run_with_crash_after(m, crash_after)
+    assert not s.controller.epoch
+    s = settle(m, s)
+    assert s.status == DONE, crash_after
+    assert list(s.zk.rs) == [2, 3] and s.zk.leader in (2, 3) and s.zk.isr == mask([2, 3]) and not s.zk.admin
+    assert s.zk.controller_epoch == 2
+    assert s.brokers[0].role == NONE and not s.brokers[0].log  # the removed replica is stopped and deleted
+
+
+def test_with_rs_written_first_a_crash_after_b1_loses_the_original_replicas():
+    m = model("tiny", mutation="rs_updated_first", brokers=3, replicas=[1, 2], targets=[[2, 3]], max_records=0,
+              max_broker_crashes=0)
+    s = run_with_crash_after(m, "b1_online_new_replicas", mutation_checks=False)
+    assert "AssignmentRecoverable" in m.violated(s)
+    assert list(s.zk.rs) == [2, 3]  # ORS {1,2}: 1 is in ZooKeeper nowhere
+    s = settle(m, s, check=False)
+    # the new controller finds nothing to do: replica 1 is never stopped nor deleted
+    assert s.brokers[0].log == () and s.brokers[0].role != NONE or s.brokers[0].role in (LEADER, 1, 3)
+
+
+# ------------------------------------------------------------------------- checks and mutations
+
+
+def test_tiny_exhausts_without_violation_in_both_controller_variants():
+    for controller in ("seed", "kafka"):
+        r = bfs.explore(model("tiny", controller=controller))
+        assert r.complete and not r.violations and r.stats["distinct"] > 10_000
+
+
+@pytest.mark.parametrize("name", [n for n, mu in SPEC.mutations.items() if mu.caught_by == "bfs"])
+def test_each_safety_mutation_is_caught_at_its_config(name):
+    m = SPEC.bind(SPEC.config(SPEC.preset_for(name), mutation=name))
+    r = bfs.explore(m, max_states=3_000_000)
+    assert r.violations, name
+
+
+def test_a1_without_the_epoch_bump_never_completes():
+    from harness.engines import graph
+
+    m = model("tiny", mutation="a1_no_epoch_bump")
+    result, _ = graph.explore(m)
+    assert [v.outcome.property for v in result.violations] == ["ReassignmentCompletes"]
+    result, _ = graph.explore(model("tiny"))
+    assert not result.violations
+
+
+def test_literal_phase_b_leaves_the_reassignment_stuck():
+    """phase_b=literal: B4 (the only step that takes RR out of the ISR) runs only in phase B, which
+    needs ISR = TRS: with RR in sync, it never starts (a liveness failure, not a safety one)."""
+    from harness.engines import graph
+
+    m = model("tiny", phase_b="literal", max_failovers=0, max_records=0)
+    result, _ = graph.explore(m)
+    assert [v.outcome.property for v in result.violations] == ["ReassignmentCompletes"]
+
+
+def test_origin_of_assignment():
+    class A:
+        rs, adding = (4, 5, 6, 1, 2, 3), mask([4, 5, 6])
+    assert origin_of(A) == (1, 2, 3)
