@@ -23,3 +23,13 @@ def members(m: int) -> list[int]:
 
 def size(m: int) -> int:
     return m.bit_count()
+
+
+def as_set(m: int) -> str:
+    """A set as traces and reasons show it: {1,3}."""
+    return "{" + ",".join(map(str, members(m))) + "}"
+
+
+def as_list(values) -> str:
+    """An ordered list (replicas, a log's epochs) as traces and reasons show it: [2,3]."""
+    return "[" + ",".join(map(str, values)) + "]"

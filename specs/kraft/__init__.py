@@ -41,11 +41,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
+from harness.bitset import as_list, as_set  # noqa: F401 (as_set: re-exported for the invariants)
 from harness.itf import Bool, ById, Enum, IdSet, Int, OptId, Seq
 from harness.model import Config, Spec, budget, distinct_ids, ids, param, variant
 from harness.speed import fast_replace, memoized, per_state, setter
 from specs.kraft import controller as ctl
-from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, members, size
+from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, size
 
 # Broker status, as the controller registers it and as the process is [kafka-tlaplus v3.5 §1.2.2]. The codes
 # are ordered: a broker is running iff its status is FENCED or UNFENCED (status >= FENCED).
@@ -249,16 +250,6 @@ def brokers(cfg):
 def targets(cfg):
     """Which of the config's `targets` an AlterPartitionReassignments request asks for (an index)."""
     return range(len(cfg.targets))
-
-
-def as_list(values: tuple) -> str:
-    """A replica list or a log (its epochs) as traces and reasons show it: [2,3]."""
-    return "[" + ",".join(map(str, values)) + "]"
-
-
-def as_set(bits: int) -> str:
-    """A broker set (bitmask) as reasons show it: {1,3}."""
-    return "{" + ",".join(map(str, members(bits))) + "}"
 
 
 def target_text(cfg, index: int) -> str:

@@ -49,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
-from harness.bitset import bit, mask, members, size
+from harness.bitset import as_list, as_set, bit, mask, members, size  # noqa: F401 (as_set: for the invariants)
 from harness.itf import Bool, ById, Enum, IdSet, Int, OptId, Seq
 from harness.model import Config, Spec, budget, distinct_ids, ids, param, variant
 from harness.speed import fast_replace
@@ -287,14 +287,6 @@ def brokers(cfg):
 
 def targets(cfg):
     return range(len(cfg.targets))
-
-
-def as_list(values: tuple) -> str:
-    return "[" + ",".join(map(str, values)) + "]"
-
-
-def as_set(bits: int) -> str:
-    return "{" + ",".join(map(str, members(bits))) + "}"
 
 
 TARGET = {"target": lambda cfg, i: as_list(cfg.targets[i])}
@@ -654,7 +646,8 @@ def step_u3_offline(cfg, s: State, c: Controller):
 
 
 def step_u3_delete(cfg, s: State, c: Controller):
-    """U3, second batch: StopReplica(delete=true) to them; they are NonExistentReplica without waiting."""
+    """U3, second batch: StopReplica(delete=true) to those that reached OfflineReplica; they are
+    NonExistentReplica without waiting for the answer."""
     s = send(s, c, c.stopping, stop_replica(s, c, delete=True))
     c = c._replace(started=c.started & ~c.stopping, new=c.new & ~c.stopping, stopping=0)
     return s, c._replace(step=after_phase_u(cfg, s, c))
@@ -747,7 +740,8 @@ def step_b4(cfg, s: State, c: Controller):
 
 
 def step_b5(cfg, s: State, c: Controller):
-    """B5: RR go to NonExistentReplica: StopReplica(delete=true), without waiting for the answer."""
+    """B5: the RR replicas that reached OfflineReplica go to NonExistentReplica: StopReplica(delete=true),
+    without waiting for the answer (`ReplicaDeletionStarted` is legal only from OfflineReplica)."""
     s = send(s, c, c.stopping, stop_replica(s, c, delete=True))
     c = c._replace(started=c.started & ~c.stopping, new=c.new & ~c.stopping)
     if cfg.mutated.delete_before_shrink:
@@ -819,93 +813,102 @@ def at(step: int):
     return lambda cfg, s: s.controller.step == step and s.controller.epoch > 0
 
 
+def phase(step: int):
+    """A phase-step rule reads as its step: its text is the step function's, with who acts and when."""
+    def named(fn):
+        fn.__doc__ = (f"Controller: {STEPS[step].__doc__}\n\nEnabled when the active controller's event is at "
+                      f"{STEP.names[step]}; a crash may come before or after it.")
+        return fn
+    return named
+
+
 @spec.rule(fair=True, precondition=at(U1), applies=kafka)
+@phase(U1)
 def u1_write_assignment(cfg, s):
-    """Controller: phase U, U1-U2 (Kafka 3.9, not in the seed)."""
     return run_step(cfg, s, U1)
 
 
 @spec.rule(fair=True, precondition=at(U3_OFFLINE), applies=replaces)
+@phase(U3_OFFLINE)
 def u3_stop_unneeded_replicas(cfg, s):
-    """Controller: phase U, U3 first batch."""
     return run_step(cfg, s, U3_OFFLINE)
 
 
 @spec.rule(fair=True, precondition=at(U3_DELETE), applies=replaces)
+@phase(U3_DELETE)
 def u3_delete_unneeded_replicas(cfg, s):
-    """Controller: phase U, U3 second batch."""
     return run_step(cfg, s, U3_DELETE)
 
 
 @spec.rule(fair=True, precondition=at(A0), applies=lambda cfg: not kafka(cfg))
+@phase(A0)
 def a0_expand_replicas(cfg, s):
-    """Controller (seed): A0."""
     return run_step(cfg, s, A0)
 
 
 @spec.rule(fair=True, precondition=at(A1))
+@phase(A1)
 def a1_bump_leader_epoch(cfg, s):
-    """Controller: A1."""
     return run_step(cfg, s, A1)
 
 
 @spec.rule(fair=True, precondition=at(A2))
+@phase(A2)
 def a2_start_new_replicas(cfg, s):
-    """Controller: A2."""
     return run_step(cfg, s, A2)
 
 
 @spec.rule(fair=True, precondition=at(B1))
+@phase(B1)
 def b1_online_new_replicas(cfg, s):
-    """Controller: B1."""
     return run_step(cfg, s, B1)
 
 
 @spec.rule(fair=True, precondition=at(B2))
+@phase(B2)
 def b2_set_replicas_in_memory(cfg, s):
-    """Controller: B2."""
     return run_step(cfg, s, B2)
 
 
 @spec.rule(fair=True, precondition=at(B3))
+@phase(B3)
 def b3_move_leader(cfg, s):
-    """Controller: B3."""
     return run_step(cfg, s, B3)
 
 
 @spec.rule(fair=True, precondition=at(B4))
+@phase(B4)
 def b4_offline_removed_replicas(cfg, s):
-    """Controller: B4."""
     return run_step(cfg, s, B4)
 
 
 @spec.rule(fair=True, precondition=at(B5))
+@phase(B5)
 def b5_delete_removed_replicas(cfg, s):
-    """Controller: B5."""
     return run_step(cfg, s, B5)
 
 
 @spec.rule(fair=True, precondition=at(B6))
+@phase(B6)
 def b6_write_target_replicas(cfg, s):
-    """Controller: B6."""
     return run_step(cfg, s, B6)
 
 
 @spec.rule(fair=True, precondition=at(B7))
+@phase(B7)
 def b7_clear_admin_znode(cfg, s):
-    """Controller: B7."""
     return run_step(cfg, s, B7)
 
 
 @spec.rule(fair=True, precondition=at(B8))
+@phase(B8)
 def b8_send_update_metadata(cfg, s):
-    """Controller: B8."""
     return run_step(cfg, s, B8)
 
 
 @spec.rule(fair=True, precondition=at(RESUME), applies=lambda cfg: cfg.max_failovers > 0)
+@phase(RESUME)
 def resume_reassignments(cfg, s):
-    """Controller: fail-over, resuming reassignments."""
     return run_step(cfg, s, RESUME)
 
 
