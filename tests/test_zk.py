@@ -157,6 +157,31 @@ def test_kafka_noop_reassignment_is_complete_within_its_event():
     assert list(s.zk.rs) == [2, 1] and s.zk.leader_epoch == 1 and s.zk.leader == 1
 
 
+def test_kafka_b3_bumps_the_epoch_when_the_leader_stays():
+    """[1,2] -> [1,3]: the leader is in TRS and live, and B3 still bumps (+1, no leader change); B4 +1 for 2."""
+    m = kafka_model("small", targets=[[1, 3]])
+    s = step(m, m.init_states()[0], "alter_partition_reassignments", target=0)
+    s = settle(m, s, stop=at_step("B3"))
+    epoch = s.zk.leader_epoch
+    s = step(m, s, "b3_move_leader")
+    assert s.zk.leader == 1 and s.zk.leader_epoch == epoch + 1
+    s = step(m, s, "b4_offline_removed_replicas")
+    assert s.zk.leader_epoch == epoch + 2 and s.zk.isr == mask([1, 3])
+
+
+def test_kafka_preferred_election_can_elect_an_adding_replica_before_completion():
+    """KAFKA-10149: during a reassignment the preferred replica is TRS's first; once it is in the ISR an
+    auto-rebalance (or a manual election) makes it leader although the reassignment is incomplete."""
+    m = kafka_model("small", brokers=4, targets=[[3, 4]], max_preferred=1, max_broker_crashes=1)
+    s = step(m, step(m, m.init_states()[0], "broker_crash", broker=4), "handle_broker_change")
+    s = settle(m, step(m, s, "create_reassign_znode", target=0), allowed=PROGRESS - {"broker_start"})
+    assert list(s.zk.rs) == [3, 4, 1, 2] and s.zk.isr == mask([1, 2, 3]) and s.status == IN_PROGRESS
+    s = step(m, s, "preferred_leader_election")
+    assert s.zk.leader == 3 and s.status == IN_PROGRESS
+    s = settle(m, s)
+    assert s.status == DONE and list(s.zk.rs) == [3, 4] and s.zk.leader == 3
+
+
 # ------------------------------------------------------------------- cancellation and replacement
 
 

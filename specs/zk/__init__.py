@@ -273,6 +273,9 @@ spec.mutation("cancel_keeps_adding", rule="u3_stop_unneeded_replicas", caught_at
 spec.mutation("replace_against_current", rule="alter_partition_reassignments", caught_at="kafka_small",
               removes="a new target computed against ORS (ReplicaAssignment.reassignTo): computed against the "
                       "current RS instead")
+spec.mutation("completion_literal", rule="handle_alter_partition", caught_at="tiny", liveness=True,
+              removes="the completion test TRS ⊆ ISR (KafkaController.isReassignmentComplete): TRS = ISR, as the "
+                      f"{SEED} words it (the same as the variant phase_b=literal)")
 spec.mutation("unclean_in_b3", rule="b3_move_leader", caught_at="kafka_cancel_faults",
               removes="B3's clean election (Election.leaderForReassign: a TRS replica in the ISR): any live TRS "
                       "replica")
@@ -331,7 +334,7 @@ def complete(cfg, target: tuple, isr: int) -> bool:
     from ZooKeeper; `phase_b=literal`: TRS = ISR as [seed] words it."""
     if cfg.mutated.complete_without_trs_in_isr:
         return True
-    if cfg.phase_b == "literal":
+    if cfg.phase_b == "literal" or cfg.mutated.completion_literal:
         return mask(target) == isr
     return not mask(target) & ~isr
 
