@@ -197,4 +197,9 @@ def no_acked_record_lost(cfg, s: State):
     return Violated(f"no broker holds the acknowledged records {as_list(s.acked)}")
 
 
+# ------------------------------------------------------------------ Z3 forms (harness prove)
+# The controller-level properties, and the lemmas that make them inductive, over specs/zk/symbolic.py.
+from specs.zk import symbolic as _sym  # noqa: E402
 
+spec.symbolic = _sym
+spec.z3_invariants.update({**_sym.PROPERTIES, **_sym.LEMMAS})
