@@ -146,7 +146,7 @@ def _complete(cfg, target, isr):
     """`complete`: every TRS replica in the ISR, or TRS = ISR (phase_b=literal)."""
     if cfg.mutated.complete_without_trs_in_isr:
         return z3.BoolVal(True)
-    return target == isr if cfg.phase_b == "literal" else within(target, isr)
+    return target == isr if cfg.phase_b == "literal" or cfg.mutated.completion_literal else within(target, isr)
 
 
 def _enter(cfg, v, cond, rs, adding, removing) -> dict:
@@ -174,16 +174,15 @@ def _elect_if_offline(cfg, v, cond, epoch, live, choice):
     return _send(v, go, v["RS"], v["RS"]), pick
 
 
-def _remove_failed(cfg, v, cond, epoch, dead, to_all_but: bool):
-    """The loop of fail-over and `handle_broker_change`: each dead replica (in broker order) leaves the
-    ISR unless it is its last member, +1 leader epoch each; `handle_broker_change` also sends a
-    LeaderAndIsr (replicas RS) to the others."""
+def _remove_failed(cfg, v, cond, epoch, dead):
+    """The loop of fail-over and `handle_broker_change`: each dead replica in the ISR (in broker order) is
+    written out of it (its last member stays, with no leader if it led), +1 leader epoch each, and a
+    LeaderAndIsr (replicas RS) goes to the others."""
     for r in range(1, v["n"] + 1):
         b = _bit(v, r)
-        go = z3.And(cond, dead & b != 0, v["I"] & b != 0, v["I"] != b, _writable(cfg, v, epoch))
-        v = _write(v, go, epoch, z3.If(v["L"] == b, _zero(v), v["L"]), v["I"] & ~b)
-        if to_all_but:
-            v = _send(v, go, v["RS"] & ~b, v["RS"])
+        go = z3.And(cond, dead & b != 0, v["I"] & b != 0, _writable(cfg, v, epoch))
+        v = _write(v, go, epoch, z3.If(v["L"] == b, _zero(v), v["L"]), z3.If(v["I"] != b, v["I"] & ~b, v["I"]))
+        v = _send(v, go, v["RS"] & ~b, v["RS"])
     return v
 
 
@@ -295,10 +294,12 @@ def rule_b4(s, t, cfg):
     v = _state(s)
     shrunk = s["I"] & ~s["c_stop"]
     isr = z3.If(shrunk != 0, shrunk, s["I"])
-    go = z3.And(isr != s["I"], _writable(cfg, v, s["c_epoch"]))
+    removing, writable = s["I"] & s["c_stop"] != 0, _writable(cfg, v, s["c_epoch"])
+    go = z3.And(removing, writable)
     leader = z3.If(z3.And(s["L"] != 0, s["L"] & s["c_stop"] != 0), _zero(s), s["L"])
     v = _write(v, go, s["c_epoch"], leader, isr)
     v = _send(v, z3.And(go, leader != 0), leader, s["c_RS"])
+    v = _merge(v, z3.And(removing, z3.Not(writable)), {"c_stop": s["c_stop"] & ~s["I"]})
     nxt = B6 if cfg.mutated.delete_before_shrink else B5
     return z3.And(_at(s, B4), _post(s, t, dict(v, step=z3.IntVal(nxt)))), []
 
@@ -362,7 +363,7 @@ def rule_controller_failover(s, t, cfg):
              c_stop=_zero(s), c_live=now, c_event=z3.BoolVal(False))
     v["LR"] = z3.If(z3.And(s["L"] != 0, s["L"] & now == 0), _zero(s), s["LR"])  # a dead leader has lost them
     v = _send(v, z3.BoolVal(True), s["RS"] & now, s["RS"])
-    v = _remove_failed(cfg, v, z3.BoolVal(True), epoch, s["RS"] & ~now, to_all_but=False)
+    v = _remove_failed(cfg, v, z3.BoolVal(True), epoch, s["RS"] & ~now)
     v, pick = _elect_if_offline(cfg, v, z3.BoolVal(True), epoch, now, c)
     return z3.And(s["c_epoch"] == 0, pick, _post(s, t, v)), [c]
 
@@ -390,7 +391,7 @@ def rule_handle_broker_change(s, t, cfg):
     v = dict(_state(s), c_live=now)
     v["LR"] = z3.If(z3.And(s["L"] != 0, s["L"] & failed != 0), _zero(s), s["LR"])  # a dead leader has lost them
     v, pick1 = _elect_if_offline(cfg, v, failed != 0, epoch, now, c1)
-    v = _remove_failed(cfg, v, failed != 0, epoch, failed & s["RS"], to_all_but=True)
+    v = _remove_failed(cfg, v, failed != 0, epoch, failed & s["RS"])
     v = _send(v, started != 0, started & s["RS"], s["RS"])
     v, pick2 = _elect_if_offline(cfg, v, started != 0, epoch, now, c2)
     return z3.And(_idle(s), s["c_live"] != now, pick1, pick2, _post(s, t, v)), [c1, c2]
