@@ -312,10 +312,10 @@ def test_each_safety_mutation_is_caught_at_its_config(name):
 def test_a1_without_the_epoch_bump_never_completes():
     from harness.engines import graph
 
-    m = model("tiny", mutation="a1_no_epoch_bump")
-    result, _ = graph.explore(m)
+    small = dict(max_failovers=0, max_records=0)
+    result, _ = graph.explore(model("tiny", mutation="a1_no_epoch_bump", **small))
     assert [v.outcome.property for v in result.violations] == ["ReassignmentCompletes"]
-    result, _ = graph.explore(model("tiny"))
+    result, _ = graph.explore(model("tiny", **small))
     assert not result.violations
 
 
