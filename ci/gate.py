@@ -174,6 +174,8 @@ HYPOTHESIS_STEP = 5
 def start_step_beside(number: int, args) -> tuple:
     """Start gate step `number` in its own process (same options, its output kept for later)."""
     cmd = [sys.executable, str(Path(__file__)), "--skip-pytest", "--only", str(number), "--out", args.out]
+    for name in args.spec:
+        cmd += ["--spec", name]
     for change in args.protocol_change:
         cmd += ["--protocol-change", change]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -200,6 +202,8 @@ def main() -> int:
     ap.add_argument("--skip-pytest", action="store_true")
     ap.add_argument("--out", default="traces/gate")
     ap.add_argument("--only", default=None, help="comma-separated step numbers to run (1 = pytest ... 6 = baseline, 7 = Z3)")
+    ap.add_argument("--spec", action="append", default=[], metavar="NAME",
+                    help="only these models (repeatable; default: every model)")
     ap.add_argument("--protocol-change", action="append", default=[], metavar="SPEC:MUTATION",
                     help="simulate a protocol change: make MUTATION the default behaviour of SPEC")
     args = ap.parse_args()
@@ -207,6 +211,11 @@ def main() -> int:
         spec_name, _, mutation = change.partition(":")
         CHANGES[spec_name] = mutation
     names = spec_names()
+    unknown = [n for n in args.spec if n not in names]
+    if unknown:
+        console.print(f"unknown spec {unknown[0]!r} (known: {', '.join(names)})")
+        return 2
+    names = [n for n in names if n in args.spec] if args.spec else names
     out = ROOT / args.out
     failures: list[str] = []
     started = time.monotonic()

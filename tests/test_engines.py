@@ -238,7 +238,8 @@ def test_gate_fails_on_a_protocol_change_naming_property_and_trace(tmp_path):
     import sys
 
     p = subprocess.run([sys.executable, str(ROOT / "ci" / "gate.py"), "--only", "2", "--out", str(tmp_path),
-                        "--protocol-change", "kraft:hwm_below_min_isr"], capture_output=True, text=True, timeout=600)
+                        "--spec", "kraft", "--protocol-change", "kraft:hwm_below_min_isr"],
+                       capture_output=True, text=True, timeout=600)
     assert p.returncode == 1
     assert "GATE FAILED" in p.stderr and "kraft/ci violates LeaderCandidateCompleteness" in p.stderr
     [trace] = tmp_path.glob("kraft-ci-hwm_below_min_isr-LeaderCandidateCompleteness.itf.json")
