@@ -545,7 +545,7 @@ def handle_reassign_znode_creation(cfg, s):
     return s._replace(controller=enter(cfg, s, c, rs, adding, removing))
 
 
-def api_target_valid(s: State, c: Controller, rs: tuple, adding: int) -> bool:
+def api_target_valid(c: Controller, adding: int) -> bool:
     """`validateReplicas`: every adding replica is a live broker (the controller's view)."""
     return not adding & ~c.live
 
@@ -566,7 +566,7 @@ def alter_partition_reassignments(cfg, s, target):
     trs = cfg.targets[target]
     origin = c.rs if cfg.mutated.replace_against_current else origin_of(c)
     rs, adding, removing = reassign_to(origin, trs)
-    if (rs, adding, removing) == (c.rs, c.adding, c.removing) or not api_target_valid(s, c, rs, adding):
+    if (rs, adding, removing) == (c.rs, c.adding, c.removing) or not api_target_valid(c, adding):
         return None
     ors = s.ors if s.status == IN_PROGRESS else mask(origin_of(c))
     s = s._replace(budget=spend(s, reassignments=1), status=IN_PROGRESS, ors=ors, trs=trs)
