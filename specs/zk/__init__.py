@@ -37,7 +37,11 @@ Abstractions (docs/ARCHITECTURE.md, "The zk model"):
   fails on a zkVersion is retried at once by Kafka (`updatesToRetry`), so only the retried outcome
   is a state. A write that fails the /controller_epoch check makes the controller resign.
 * Records are identified by the leader epoch they were written in (as in `kraft`); a fetch is one
-  step; an AlterPartition request's response reaches the leader in the step that handles it.
+  step, and the leader's ISR expansion happens on the fetch that makes the follower in sync (as in
+  `Partition.updateFollowerFetchState`); followers keep no HWM, ISR or replica list (nothing reads
+  them); an AlterPartition request's response reaches the leader in the step that handles it.
+* An API reassignment's event removes the admin entry and writes U1 in one step: the API answers
+  only after U1, so a crash before it is a call that failed.
 * UpdateMetadata is not sent (no property reads a broker's metadata cache); B8 is a step that ends
   the event. LeaderAndIsr's `isNew` flag is not kept (it only matters for log directories).
 * A broker restarts only after the controller has handled its failure (Kafka handles a bounce
