@@ -1,0 +1,85 @@
+"""Properties of the `kip435` model: KIP-435's step limits (Calculating a Reassignment Step), batch limits
+(Collecting a reassignment batch), and that a step neither shrinks the ISR below MinISR nor deletes the last
+in-sync copy."""
+
+from harness.bitset import as_list, as_set, members
+from harness.model import Violated
+from specs.kip435 import State, spec
+
+
+@spec.invariant(name="StepWithinR", reads=("partitions",))
+def step_within_r(cfg, s: State) -> bool | Violated:
+    """A running step adds at most R replicas (more only for the MinISR top-up, or the preferred leader when
+    R would not fit it) and drops at most R."""
+    for i, p in enumerate(s.partitions):
+        if not p.target:
+            continue
+        allowed = max(cfg.r, cfg.min_isr - p.step_isr, 1)
+        if p.adding.bit_count() > allowed or p.removing.bit_count() > cfg.r:
+            return Violated(f"partition {i}'s step adds {as_set(p.adding)} and drops {as_set(p.removing)}: more than "
+                            f"R = {cfg.r} (top-up allowance {allowed})")
+    return True
+
+
+@spec.invariant(name="TopUp", reads=("partitions",))
+def top_up(cfg, s: State) -> bool | Violated:
+    """A step computed while fewer than MinISR replicas were in sync adds enough to reach MinISR (as far as
+    FTR has replicas to add)."""
+    for i, p in enumerate(s.partitions):
+        if not p.target or p.step_isr >= cfg.min_isr:
+            continue
+        fresh = len(set(cfg.targets[i]) - set(p.replicas))
+        need = min(cfg.min_isr - p.step_isr, fresh + p.adding.bit_count())
+        if p.adding.bit_count() < need:
+            return Violated(f"partition {i} had {p.step_isr} in-sync replicas (MinISR {cfg.min_isr}) but its step "
+                            f"adds only {as_set(p.adding)}")
+    return True
+
+
+@spec.invariant(name="LastStepIsFTR", reads=("partitions",))
+def last_step_is_ftr(cfg, s: State) -> bool | Violated:
+    """A partition whose replicas are exactly FTR's has them in FTR's order."""
+    for i, p in enumerate(s.partitions):
+        if not p.target and set(p.replicas) == set(cfg.targets[i]) and p.replicas != cfg.targets[i]:
+            return Violated(f"partition {i} ends at {as_list(p.replicas)}, not FTR {as_list(cfg.targets[i])}")
+    return True
+
+
+@spec.invariant(name="BatchWithinLimits", reads=("batch_size", "leader_moves"))
+def batch_within_limits(cfg, s: State) -> bool | Violated:
+    """A batch moves at most P partitions and, under the described rule, at most L leaders."""
+    if s.batch_size > cfg.p:
+        return Violated(f"the batch moves {s.batch_size} partitions, P = {cfg.p}")
+    if s.leader_moves > cfg.l:
+        return Violated(f"the batch moves {s.leader_moves} leaders, L = {cfg.l}")
+    return True
+
+
+@spec.invariant(name="IsrFloor", reads=("shrunk",))
+def isr_floor(cfg, s: State) -> bool | Violated:
+    """No step leaves a partition with fewer in-sync replicas than min(MinISR, its in-sync count when the
+    reassignment started)."""
+    return not s.shrunk or Violated("a step forced replicas out of the ISR below min(MinISR, the starting "
+                                    "in-sync count)")
+
+
+@spec.invariant(name="NoAckedRecordLost", reads=("lost",))
+def no_acked_record_lost(cfg, s: State) -> bool | Violated:
+    """No deletion removes the last in-sync copy of a partition (the ISR holds every acknowledged record)."""
+    return not s.lost or Violated("a step deleted the last in-sync replicas of a partition")
+
+
+@spec.invariant(name="LeaderInSync", reads=("partitions",))
+def leader_in_sync(cfg, s: State) -> bool | Violated:
+    """A partition's leader is one of its in-sync replicas."""
+    for i, p in enumerate(s.partitions):
+        if p.leader and not p.isr >> p.leader & 1:
+            return Violated(f"partition {i}'s leader {p.leader} is not in its ISR {as_set(p.isr)}")
+    return True
+
+
+spec.eventually("ReachesFTR", lambda cfg, s: all(p.replicas == cfg.targets[i] and not p.target
+                                                 for i, p in enumerate(s.partitions)),
+                doc="once faults stop, every partition reaches its FTR")
+
+_ = members

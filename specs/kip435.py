@@ -1,0 +1,381 @@
+"""KIP-435 incremental, batched partition reassignment.
+
+Who acts: the controller (computes a reassignment step per partition, collects a batch of them,
+starts the new replicas, elects the preferred leader, forces the dropped replicas out of the ISR
+and deletes them), new replicas (catch up by fetching and join the ISR), brokers (fail and recover).
+Brokers are 1..N as in the other models (the pure step function takes any ids: its
+test uses the KIP's 0..9).
+
+The step calculation (KIP-435, "Calculating a Reassignment Step") is the pure function `step`
+below; the model applies it to several partitions in batches (KIP-435, "Collecting a reassignment
+batch") and executes each step (KIP-435, "Performing reassignment for a single partition").
+
+Abstractions (docs/ARCHITECTURE.md, "The kip435 model"):
+* Fetch is abstracted as in `kraft`'s controller view: a live replica of a partition with a live
+  leader catches up in one step and joins the ISR. Records are not modelled one by one: the ISR
+  is the set of replicas that hold every acknowledged record, so acknowledged records are lost
+  exactly when a partition's ISR becomes empty by a deletion (`lost`).
+* A broker failure removes it from every ISR unless it is the last member (Kafka keeps the last
+  one) and moves leadership to another live in-sync replica; there is no unclean election.
+* The controller does not fail; a batch's steps start atomically when the batch is collected.
+* The three configs do not change between batches in this version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, NamedTuple
+
+from harness.bitset import as_list, mask, members
+from harness.itf import Bool, IdSet, Int, OptId, Seq
+from harness.model import Config, Spec, budget, ids, param, variant
+
+MAX_BROKERS = 16
+NO_LEADER = 0  # shown as -1 in traces
+
+
+# =========================================================================== the step calculation
+
+class Step(NamedTuple):
+    nr: tuple  # new replicas to add, in the order they are added
+    dr: tuple  # replicas to drop, in CR order
+    tr: tuple  # the target replicas of this step
+
+
+def _place(cr: tuple, nr: tuple, dr: tuple, leader_first: int | None) -> tuple:
+    """TR = CR + NR - DR as a list: each new replica takes the slot of a dropped one (the KIP's
+    example keeps the survivors' positions), a new preferred leader goes first, the rest go last."""
+    rest = [b for b in nr if b != leader_first]
+    out = []
+    for b in cr:
+        if b in dr:
+            if rest:
+                out.append(rest.pop(0))
+        else:
+            out.append(b)
+    out += rest
+    if leader_first is not None and leader_first in nr:
+        out.insert(0, leader_first)
+    return tuple(out)
+
+
+def step(ftr, cr, isr, leader, r: int, min_isr: int, reading: str = "example", *, ignore_r: bool = False,
+         skip_topup: bool = False, keep_order: bool = False) -> Step:
+    """The next reassignment step of one partition (KIP-435, "Calculating a Reassignment Step").
+
+    ftr, cr: replica lists (final target, current); isr: the in-sync brokers (any iterable);
+    leader: the current leader (NO_LEADER: none); r: reassignment.parallel.replica.count; min_isr:
+    min.insync.replicas. Returns (NR, DR, TR). The keyword flags are the model's mutations.
+
+    Rule by rule (numbers as in the KIP):
+    1. Only FTR and CR are inputs (plus the ISR, leader, R and MinISR the later rules name).
+    2. DR: 2.1 computes n = max(R, |FTR| - |CR|), which no later rule uses (both readings ignore
+       it); 2.2 ER = CR - FTR in CR order; 2.3 DR = the first R of ER.
+    3. NR: 3.1 whether the in-sync replicas reach MinISR; 3.2 a preferred leader FTR[0] that is
+       not yet in CR is added first; 3.3 if |NR| < MinISR, take min(MinISR, R) - |NR| from FTR;
+       3.4 otherwise as many as R allows.
+    4. TR = CR + NR - DR.  5. If TR holds exactly FTR's replicas it is FTR, in FTR's order.
+
+    `text` reads 2-4 literally: every step drops up to R, and 3.3 compares |NR| (not the in-sync
+    count) with MinISR, so with MinISR = 1 a step drops two and adds one. `example` is the reading
+    that reproduces the KIP's worked example: the step that adds a new preferred leader drops
+    nothing (the leader moves first, "Proposed Changes"); other steps drop up to R and add up to R
+    but no more than keeps |TR| at |FTR|; 3.3 is the MinISR top-up of "Proposed Changes": when
+    fewer than MinISR replicas of CR are in sync, add at least MinISR minus that count, beyond R.
+    Both readings take new replicas from FTR - CR in FTR order (taking one already in CR adds nothing).
+    """
+    ftr, cr, isr = tuple(ftr), tuple(cr), set(isr)
+    if ignore_r:
+        r = len(ftr) + len(cr)
+    er = [b for b in cr if b not in ftr]                      # 2.2
+    missing = [b for b in ftr if b not in cr]                 # candidates for NR
+    in_sync = sum(1 for b in cr if b in isr)                  # 3.1
+    preferred = ftr[0]
+    new_leader = preferred not in cr and preferred != leader  # 3.2
+    nr: list[int] = [preferred] if new_leader else []
+    if reading == "text":
+        dr = er[:r]                                           # 2.3 (n of 2.1 unused)
+        want = min(min_isr, r) if len(nr) < min_isr else r    # 3.3 / 3.4, |NR| compared with MinISR
+        if skip_topup:
+            want = r
+        nr += [b for b in missing if b not in nr][:max(0, want - len(nr))]
+    elif reading == "example":
+        dr = [] if new_leader else er[:r]
+        room = len(ftr) - (len(cr) - len(dr))                 # keeps |TR| at most |FTR| (the example)
+        want = max(len(nr), min(r, room))
+        if in_sync < min_isr and not skip_topup:              # the MinISR top-up may exceed R
+            want = max(want, min_isr - in_sync)
+        nr += [b for b in missing if b not in nr][:max(0, want - len(nr))]
+    else:
+        raise ValueError(f"unknown reading {reading!r}")
+    tr = _place(cr, tuple(nr), tuple(dr), preferred if new_leader else None)
+    if set(tr) == set(ftr) and not keep_order:                # 5: the last step is FTR
+        tr = ftr
+    return Step(tuple(nr), tuple(dr), tr)
+
+
+def steps(ftr, cr, r: int, min_isr: int, reading: str = "example", limit: int = 64) -> list[tuple]:
+    """The assignments a reassignment passes through when every step completes with all replicas in
+    sync and the leader at TR[0] (CR first, FTR last)."""
+    seen = [tuple(cr)]
+    while seen[-1] != tuple(ftr) and len(seen) <= limit:
+        cur = seen[-1]
+        seen.append(step(ftr, cur, cur, cur[0], r, min_isr, reading).tr)
+    return seen
+
+
+def step_bound(ftr, cr, r: int) -> int:
+    """Steps the `example` reading needs at most: one to add a new preferred leader, then each step
+    drops min(R, |ER|) and adds toward FTR, plus one to reorder: 2 + ceil(max(|CR-FTR|, |FTR-CR|) / R)."""
+    out = len(set(cr) - set(ftr))
+    add = len(set(ftr) - set(cr))
+    return 2 + -(-max(out, add) // r)
+
+
+# ================================================================================== the model
+
+@dataclass(frozen=True)
+class Kip435Config(Config):
+    reading: str = variant("example", "step calculation: example = the reading that reproduces the KIP's worked "
+                                      "example, text = the numbered rules read literally", ("example", "text"))
+    batch: str = variant("described", "batch collection: described = at most L leader movements, the rest filled "
+                                      "with other moves; pseudocode = leader movements first, as written",
+                         ("described", "pseudocode"))
+    wait: bool = variant(True, "force DR out only once every NR replica is in the ISR (the existing algorithm's "
+                               "step 4); false = the new algorithm's list read literally")
+    brokers: int = param(4, "brokers 1..N", lo=1, hi=MAX_BROKERS)
+    replicas: tuple[tuple[int, ...], ...] = ids(((1, 2), (2, 3)), "each partition's current replicas (CR); the first "
+                                                "leads", most=MAX_BROKERS, lists=4)
+    targets: tuple[tuple[int, ...], ...] = ids(((3, 4), (3, 4)), "each partition's final target replicas (FTR)",
+                                               most=MAX_BROKERS, lists=4)
+    lagging: int = param(0, "the last `lagging` replicas of each partition start out of the ISR", lo=0, hi=8)
+    r: int = param(1, "reassignment.parallel.replica.count (R)", lo=1, hi=MAX_BROKERS)
+    p: int = param(1, "reassignment.parallel.partition.count (P)", lo=1, hi=4)
+    l: int = param(1, "reassignment.parallel.leader.movements (L)", lo=0, hi=4)
+    min_isr: int = param(1, "min.insync.replicas", lo=1, hi=MAX_BROKERS)
+    max_failures: int = budget(0, "broker failures (each broker may recover)")
+
+    def validate(self) -> str | None:
+        if len(self.replicas) != len(self.targets):
+            return "replicas and targets must name the same partitions"
+        for group in self.replicas + self.targets:
+            if len(set(group)) != len(group) or not all(1 <= b <= self.brokers for b in group):
+                return f"replica lists must be non-empty lists of distinct brokers in 1..{self.brokers}"
+        if any(self.lagging >= len(g) for g in self.replicas):
+            return "every partition needs an in-sync replica to start"
+        return None
+
+
+class Partition(NamedTuple):
+    replicas: Annotated[tuple, Seq(Int())]  # CR (during a step: TR followed by DR not yet deleted)
+    isr: Annotated[int, IdSet()]
+    leader: Annotated[int, OptId()]  # NO_LEADER: offline
+    adding: Annotated[int, IdSet()]  # NR of the running step
+    removing: Annotated[int, IdSet()]  # DR of the running step
+    target: Annotated[tuple, Seq(Int())]  # TR of the running step; () = none
+    step_isr: int  # in-sync replicas of CR when the step was computed (history)
+    start_isr: int  # in-sync replicas when the reassignment started (history)
+    steps: int  # steps taken (history)
+
+
+class State(NamedTuple):
+    partitions: Annotated[tuple, Seq(Partition)]
+    alive: Annotated[int, IdSet()]
+    failures: int
+    leader_moves: int  # leader movements in the current batch (history)
+    batch_size: int  # partitions in the current batch (history)
+    shrunk: Annotated[bool, Bool()]  # a step's drop left fewer in-sync replicas than min(MinISR, start)
+    lost: Annotated[bool, Bool()]  # a deletion emptied an ISR: acknowledged records lost
+
+
+PRESETS = {
+    # One partition (1,2) -> (3,2): no leader movement, one step.
+    "tiny": {"brokers": 3, "replicas": [[1, 2]], "targets": [[3, 2]], "r": 1},
+    # Two partitions, P = 1, L = 1, one broker failure: every rule fires.
+    "ci": {"brokers": 4, "replicas": [[1, 2], [2, 3]], "targets": [[3, 4], [3, 4]], "r": 1, "p": 1, "l": 1,
+           "max_failures": 1},
+    # KIP-435, "Proposed Changes": (0,1,2,3,4) -> (5,6,7,8,9), R = 2, leader 0; brokers shifted by one.
+    "example": {"brokers": 10, "replicas": [[1, 2, 3, 4, 5]], "targets": [[6, 7, 8, 9, 10]], "r": 2},
+    # Two partitions that both move their leader, P = 2, L = 1: a batch may not move both leaders.
+    "leaders": {"brokers": 4, "replicas": [[1, 2], [2, 1]], "targets": [[3, 4], [4, 3]], "p": 2, "l": 1},
+    # An under-replicated partition: (1,2,3) with only 1 in sync, MinISR 3, R = 1: the first step must add
+    # two replicas, beyond R (KIP-435, "Proposed Changes").
+    "short": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "lagging": 2, "min_isr": 3, "r": 1},
+    # The last step needs reordering: (1,2) -> (2,3) gives (3,2) before rule 5.
+    "order": {"brokers": 3, "replicas": [[1, 2]], "targets": [[2, 3]], "r": 1},
+    # Three replicas, two dropped at once, MinISR 2.
+    "drop2": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "r": 2, "min_isr": 2},
+    "nightly": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
+                [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 1},
+}
+
+spec = Spec("kip435", Kip435Config, State, doc=__doc__, presets=PRESETS, deadlock=True)
+spec.mutation("drop_before_in_sync", rule="drop_replicas", caught_at="drop2",
+              removes="waiting for NR in the ISR before forcing DR out (the existing algorithm's step 4)")
+spec.mutation("ignore_r", rule="collect_batch", caught_at="short",
+              removes="the parallel replica count R in the step calculation (KIP-435, Calculating a "
+                      "Reassignment Step, rules 2.3 and 3.4)")
+spec.mutation("ignore_l", rule="collect_batch", caught_at="leaders",
+              removes="the leader movement limit L (KIP-435, Collecting a reassignment batch)")
+spec.mutation("skip_topup", rule="collect_batch", caught_at="short",
+              removes="the MinISR top-up of the first step (KIP-435, Proposed Changes; rule 3.3)")
+spec.mutation("no_reorder", rule="collect_batch", caught_at="order",
+              removes="ordering the last step as FTR (KIP-435, Calculating a Reassignment Step, rule 5)")
+
+
+def brokers(cfg):
+    return range(1, cfg.brokers + 1)
+
+
+def partitions(cfg):
+    return range(len(cfg.replicas))
+
+
+def in_sync(p: Partition) -> int:
+    return sum(1 for b in p.replicas if p.isr >> b & 1)
+
+
+def set_partition(s: State, i: int, new: Partition) -> tuple:
+    return s.partitions[:i] + (new,) + s.partitions[i + 1:]
+
+
+def compute(cfg, i: int, p: Partition) -> Step:
+    m = cfg.mutated
+    return step(cfg.targets[i], p.replicas, members(p.isr), p.leader, cfg.r, cfg.min_isr, cfg.reading,
+                ignore_r=m.ignore_r, skip_topup=m.skip_topup, keep_order=m.no_reorder)
+
+
+def elect(p: Partition, alive: int, order: tuple) -> int:
+    """The first live in-sync replica in `order`, else none."""
+    return next((b for b in order if p.isr >> b & 1 and alive >> b & 1), NO_LEADER)
+
+
+@spec.init
+def init(cfg):
+    """Every partition at its CR, led by its first replica; all but the last `lagging` replicas in sync."""
+    parts = []
+    for cr in cfg.replicas:
+        isr = mask(cr[:len(cr) - cfg.lagging])
+        parts.append(Partition(replicas=tuple(cr), isr=isr, leader=cr[0], adding=0, removing=0, target=(),
+                               step_isr=0, start_isr=isr.bit_count(), steps=0))
+    yield State(partitions=tuple(parts), alive=mask(brokers(cfg)), failures=cfg.max_failures, leader_moves=0,
+                batch_size=0, shrunk=False, lost=False)
+
+
+@spec.rule(fair=True, precondition=lambda cfg, s: not any(p.target for p in s.partitions))
+def collect_batch(cfg, s):
+    """Controller, when no step is running (KIP-435, "Performing reassignment for a single partition",
+    steps 1-5): it computes the next step of every partition not at its FTR, keeps those that change the
+    assignment and have an in-sync replica (step 2), collects a batch of at most P, leader movements
+    first (`pseudocode`) or at most L of them (`described`), and starts each: CR becomes TR plus DR (DR
+    are deleted at the end of the step), NR start as new replicas."""
+    moves, others = [], []
+    for i, p in enumerate(s.partitions):
+        if p.replicas == cfg.targets[i] or not (p.isr & s.alive):
+            continue
+        st = compute(cfg, i, p)
+        if st.tr == p.replicas:
+            continue
+        (moves if st.tr[0] != p.leader else others).append((i, st))
+    if not moves and not others:
+        return None
+    if cfg.batch == "pseudocode" or cfg.mutated.ignore_l:
+        chosen = (moves + others)[:cfg.p]
+    else:
+        chosen = moves[:min(cfg.l, cfg.p)]
+        chosen += others[:cfg.p - len(chosen)]
+    parts = s.partitions
+    for i, st in chosen:
+        p = parts[i]
+        cur = p.replicas
+        parts = parts[:i] + (p._replace(replicas=st.tr + tuple(b for b in cur if b in st.dr), adding=mask(st.nr),
+                                        removing=mask(st.dr), target=st.tr, step_isr=in_sync(p)),) + parts[i + 1:]
+    n_moves = sum(1 for i, st in chosen if st.tr[0] != s.partitions[i].leader)
+    return s._replace(partitions=parts, leader_moves=n_moves, batch_size=len(chosen))
+
+
+@spec.rule(partition=partitions, broker=brokers, fair=True)
+def catch_up(cfg, s, partition, broker):
+    """Replica `broker` of `partition`, live and out of the ISR, fetches from the live leader until it
+    has every record and joins the ISR (fetch abstracted)."""
+    p = s.partitions[partition]
+    if broker not in p.replicas or p.isr >> broker & 1 or not s.alive >> broker & 1:
+        return None
+    if p.leader == NO_LEADER or not s.alive >> p.leader & 1:
+        return None
+    if p.removing >> broker & 1:
+        return None  # a dropped replica is not brought back
+    return s._replace(partitions=set_partition(s, partition, p._replace(isr=p.isr | 1 << broker)))
+
+
+@spec.rule(partition=partitions, fair=True)
+def elect_preferred_leader(cfg, s, partition):
+    """Controller: when the running step's TR has a new first replica that is live and in sync, it becomes
+    the leader (KIP-435, "Proposed Changes": the new preferred leader is elected in the first step)."""
+    p = s.partitions[partition]
+    if not p.target or p.leader == p.target[0]:
+        return None
+    b = p.target[0]
+    if not (p.isr >> b & 1 and s.alive >> b & 1):
+        return None
+    return s._replace(partitions=set_partition(s, partition, p._replace(leader=b)))
+
+
+@spec.rule(partition=partitions, fair=True)
+def drop_replicas(cfg, s, partition):
+    """Controller, finishing `partition`'s step (KIP-435, "Performing reassignment for a single
+    partition", steps 7-10): with `wait`, only once every NR replica is in the ISR; it elects a leader
+    from TR if the current one is not in TR, forces DR out of the ISR and deletes them; CR = TR."""
+    p = s.partitions[partition]
+    if not p.target:
+        return None
+    if cfg.wait and not cfg.mutated.drop_before_in_sync and p.adding & ~p.isr:
+        return None
+    isr = p.isr & ~p.removing
+    lost = s.lost or (isr == 0 and p.isr != 0)
+    after = p._replace(isr=isr, replicas=p.target, adding=0, removing=0, target=(), steps=p.steps + 1)
+    leader = p.leader
+    if leader == NO_LEADER or leader not in p.target or not s.alive >> leader & 1:
+        leader = elect(after, s.alive, p.target)
+    after = after._replace(leader=leader)
+    floor = min(cfg.min_isr, p.start_isr)
+    shrunk = s.shrunk or (in_sync(after) < floor <= in_sync(p))
+    return s._replace(partitions=set_partition(s, partition, after), lost=lost, shrunk=shrunk)
+
+
+@spec.rule(broker=brokers, precondition=lambda cfg, s: s.failures > 0)
+def fail(cfg, s, broker):
+    """Broker `broker` fails: it leaves every ISR where it is not the last member, and leadership moves
+    to another live in-sync replica (none: the partition is offline)."""
+    if not s.alive >> broker & 1:
+        return None
+    alive = s.alive & ~(1 << broker)
+    parts = []
+    for p in s.partitions:
+        if p.isr >> broker & 1 and p.isr != 1 << broker:
+            p = p._replace(isr=p.isr & ~(1 << broker))
+        if p.leader == broker:
+            p = p._replace(leader=elect(p, alive, p.replicas))
+        parts.append(p)
+    return s._replace(partitions=tuple(parts), alive=alive, failures=s.failures - 1)
+
+
+@spec.rule(broker=brokers, fair=True)
+def recover(cfg, s, broker):
+    """Broker `broker` recovers; it leads the partitions left offline whose ISR is it."""
+    if s.alive >> broker & 1:
+        return None
+    alive = s.alive | 1 << broker
+    parts = tuple(p._replace(leader=broker) if p.leader == NO_LEADER and p.isr >> broker & 1 else p
+                  for p in s.partitions)
+    return s._replace(partitions=parts, alive=alive)
+
+
+@spec.quiescent
+def quiescent(cfg, s):
+    """Done: every partition at its FTR."""
+    return all(p.replicas == cfg.targets[i] and not p.target for i, p in enumerate(s.partitions))
+
+
+def replicas_text(cfg, s) -> str:
+    return ", ".join(as_list(p.replicas) for p in s.partitions)
