@@ -124,12 +124,15 @@ def steps(ftr, cr, r: int, min_isr: int, reading: str = "example", limit: int = 
     return seen
 
 
-def step_bound(ftr, cr, r: int) -> int:
-    """Steps the `example` reading needs at most: one to add a new preferred leader, then each step
-    drops min(R, |ER|) and adds toward FTR, plus one to reorder: 2 + ceil(max(|CR-FTR|, |FTR-CR|) / R)."""
+def step_bound(ftr, cr, r: int, min_isr: int = 1, reading: str = "example") -> int:
+    """Steps a reassignment needs at most when every step completes in sync. `example`: one to add a new
+    preferred leader, then each step drops min(R, |ER|) and adds toward FTR, plus one to reorder:
+    2 + ceil(max(|CR-FTR|, |FTR-CR|) / R). `text` adds only min(MinISR, R) per step when no preferred
+    leader is new (rule 3.3 compares |NR| with MinISR), so FTR-CR is divided by that instead."""
     out = len(set(cr) - set(ftr))
     add = len(set(ftr) - set(cr))
-    return 2 + -(-max(out, add) // r)
+    per_add = r if reading == "example" else min(r, min_isr)
+    return 2 + max(-(-out // r), -(-add // per_add))
 
 
 # ================================================================================== the model
