@@ -144,8 +144,9 @@ class Kip435Config(Config):
     batch: str = variant("described", "batch collection: described = at most L leader movements, the rest filled "
                                       "with other moves; pseudocode = leader movements first, as written",
                          ("described", "pseudocode"))
-    wait: bool = variant(True, "force DR out only once every NR replica is in the ISR (the existing algorithm's "
-                               "step 4); false = the new algorithm's list read literally")
+    wait: str = variant("target", "when DR may be forced out: target = once every TR replica is in the ISR (the "
+                                  "existing algorithm's step 4), new = once every NR replica is, none = at once (the "
+                                  "new algorithm's list read literally)", ("target", "new", "none"))
     brokers: int = param(4, "brokers 1..N", lo=1, hi=MAX_BROKERS)
     replicas: tuple[tuple[int, ...], ...] = ids(((1, 2), (2, 3)), "each partition's current replicas (CR); the first "
                                                 "leads", most=MAX_BROKERS, lists=4)
@@ -194,9 +195,9 @@ class State(NamedTuple):
 PRESETS = {
     # One partition (1,2) -> (3,2): no leader movement, one step.
     "tiny": {"brokers": 3, "replicas": [[1, 2]], "targets": [[3, 2]], "r": 1},
-    # Two partitions, P = 1, L = 1, one broker failure: every rule fires.
-    "ci": {"brokers": 4, "replicas": [[1, 2], [2, 3]], "targets": [[3, 4], [3, 4]], "r": 1, "p": 1, "l": 1,
-           "max_failures": 1},
+    # Three partitions, R = 1, P = 2, L = 1, MinISR 2, two broker failures: every rule fires (30,601 states).
+    "ci": {"brokers": 4, "replicas": [[1, 2], [2, 3], [3, 1]], "targets": [[3, 4], [3, 4], [4, 1]], "r": 1, "p": 2,
+           "l": 1, "min_isr": 2, "max_failures": 2},
     # KIP-435, "Proposed Changes": (0,1,2,3,4) -> (5,6,7,8,9), R = 2, leader 0; brokers shifted by one.
     "example": {"brokers": 10, "replicas": [[1, 2, 3, 4, 5]], "targets": [[6, 7, 8, 9, 10]], "r": 2},
     # Two partitions that both move their leader, P = 2, L = 1: a batch may not move both leaders.
@@ -208,8 +209,9 @@ PRESETS = {
     "order": {"brokers": 3, "replicas": [[1, 2]], "targets": [[2, 3]], "r": 1},
     # Three replicas, two dropped at once, MinISR 2.
     "drop2": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "r": 2, "min_isr": 2},
+    # Three partitions of three replicas, two broker failures (211,500 states).
     "nightly": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
-                [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 1},
+                [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 2},
 }
 
 spec = Spec("kip435", Kip435Config, State, doc=__doc__, presets=PRESETS, deadlock=True)
@@ -327,12 +329,13 @@ def elect_preferred_leader(cfg, s, partition):
 @spec.rule(partition=partitions, fair=True)
 def drop_replicas(cfg, s, partition):
     """Controller, finishing `partition`'s step (KIP-435, "Performing reassignment for a single
-    partition", steps 7-10): with `wait`, only once every NR replica is in the ISR; it elects a leader
+    partition", steps 7-10), once the replicas `wait` names are in the ISR; it elects a leader
     from TR if the current one is not in TR, forces DR out of the ISR and deletes them; CR = TR."""
     p = s.partitions[partition]
     if not p.target:
         return None
-    if cfg.wait and not cfg.mutated.drop_before_in_sync and p.adding & ~p.isr:
+    waits_for = {"target": mask(p.target), "new": p.adding, "none": 0}[cfg.wait]
+    if not cfg.mutated.drop_before_in_sync and waits_for & ~p.isr:
         return None
     isr = p.isr & ~p.removing
     lost = s.lost or (isr == 0 and p.isr != 0)
