@@ -108,6 +108,6 @@ def test_each_mutation_is_caught_at_its_config(name):
     ("short", {"reading": "text"}, "TopUp", 1),                    # rule 3.3 caps the top-up at R
 ])
 def test_unsafe_readings_are_found_with_their_shortest_traces(preset, variants, prop, length):
-    r = bfs.explore(model(preset, **variants), keep_going=True)
+    r = bfs.explore(model(preset, **variants), keep_going=True, max_depth=length)
     found = {v.outcome.property: v.depth for v in r.violations}
     assert found.get(prop) == length, found
