@@ -209,12 +209,29 @@ PRESETS = {
     "order": {"brokers": 3, "replicas": [[1, 2]], "targets": [[2, 3]], "r": 1},
     # Three replicas, two dropped at once, MinISR 2.
     "drop2": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "r": 2, "min_isr": 2},
+    # The unsafe readings of the KIP (the corpus commits each one's shortest trace; `expected` below).
+    "no-wait": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "r": 2, "min_isr": 2, "wait": "none"},
+    "wait-new": {"brokers": 4, "replicas": [[1, 2], [2, 3], [3, 1]], "targets": [[3, 4], [3, 4], [4, 1]], "r": 1,
+                 "p": 2, "l": 1, "min_isr": 2, "max_failures": 2, "wait": "new"},
+    "pseudocode": {"brokers": 4, "replicas": [[1, 2], [2, 1]], "targets": [[3, 4], [4, 3]], "p": 2, "l": 1,
+                   "batch": "pseudocode"},
+    "text-topup": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "lagging": 2, "min_isr": 3, "r": 1,
+                   "reading": "text"},
     # Three partitions of three replicas, two broker failures (211,500 states).
     "nightly": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
                 [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 2},
 }
 
-spec = Spec("kip435", Kip435Config, State, doc=__doc__, presets=PRESETS, deadlock=True)
+spec = Spec("kip435", Kip435Config, State, doc=__doc__, presets=PRESETS, deadlock=True, expected={
+    "no-wait": "the new algorithm's step list read literally (wait=none): DR forced out of the ISR before the new "
+               "replicas are in sync (KIP-435, Performing reassignment for a single partition, steps 8-9)",
+    "wait-new": "waiting for NR only (wait=new): a TR replica that failed during the step is not waited for, so DR "
+                "leave the ISR below MinISR (the existing algorithm's step 4 waits for every target replica)",
+    "pseudocode": "the batch pseudo-code as written (batch=pseudocode): leader movements fill the batch before L "
+                  "is applied (KIP-435, Collecting a reassignment batch)",
+    "text-topup": "rule 3.3 read literally (reading=text): the MinISR top-up is capped at min(MinISR, R), against "
+                  "Proposed Changes (KIP-435, Calculating a Reassignment Step)",
+})
 spec.mutation("drop_before_in_sync", rule="drop_replicas", caught_at="drop2",
               removes="waiting for NR in the ISR before forcing DR out (the existing algorithm's step 4)")
 spec.mutation("ignore_r", rule="collect_batch", caught_at="short",
