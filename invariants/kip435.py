@@ -14,10 +14,10 @@ def step_within_r(cfg, s: State) -> bool | Violated:
     for i, p in enumerate(s.partitions):
         if not p.target:
             continue
-        allowed = max(cfg.r, cfg.min_isr - p.step_isr, 1)
-        if p.adding.bit_count() > allowed or p.removing.bit_count() > cfg.r:
+        allowed = max(p.step_r, cfg.min_isr - p.step_isr, 1)
+        if p.adding.bit_count() > allowed or p.removing.bit_count() > p.step_r:
             return Violated(f"partition {i}'s step adds {as_set(p.adding)} and drops {as_set(p.removing)}: more than "
-                            f"R = {cfg.r} (top-up allowance {allowed})")
+                            f"R = {p.step_r} (top-up allowance {allowed})")
     return True
 
 
@@ -45,13 +45,13 @@ def last_step_is_ftr(cfg, s: State) -> bool | Violated:
     return True
 
 
-@spec.invariant(name="BatchWithinLimits", reads=("batch_size", "leader_moves"))
+@spec.invariant(name="BatchWithinLimits", reads=("batch_size", "leader_moves", "limits"))
 def batch_within_limits(cfg, s: State) -> bool | Violated:
     """A batch moves at most P partitions and, under the described rule, at most L leaders."""
-    if s.batch_size > cfg.p:
-        return Violated(f"the batch moves {s.batch_size} partitions, P = {cfg.p}")
-    if s.leader_moves > cfg.l:
-        return Violated(f"the batch moves {s.leader_moves} leaders, L = {cfg.l}")
+    if s.batch_size > s.limits.p:
+        return Violated(f"the batch moves {s.batch_size} partitions, P = {s.limits.p}")
+    if s.leader_moves > s.limits.l:
+        return Violated(f"the batch moves {s.leader_moves} leaders, L = {s.limits.l}")
     return True
 
 

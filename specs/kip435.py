@@ -158,6 +158,7 @@ class Kip435Config(Config):
     l: int = param(1, "reassignment.parallel.leader.movements (L)", lo=0, hi=4)
     min_isr: int = param(1, "min.insync.replicas", lo=1, hi=MAX_BROKERS)
     max_failures: int = budget(0, "broker failures (each broker may recover)")
+    max_config_changes: int = budget(0, "dynamic changes of R, P and L between batches (each to 1 or 2)")
 
     def validate(self) -> str | None:
         if len(self.replicas) != len(self.targets):
@@ -178,12 +179,21 @@ class Partition(NamedTuple):
     removing: Annotated[int, IdSet()]  # DR of the running step
     target: Annotated[tuple, Seq(Int())]  # TR of the running step; () = none
     step_isr: int  # in-sync replicas of CR when the step was computed (history)
+    step_r: int  # the R the step was computed with (history)
     start_isr: int  # in-sync replicas when the reassignment started (history)
     steps: int  # steps taken (history)
 
 
+class Limits(NamedTuple):
+    r: int  # reassignment.parallel.replica.count as the next step calculation reads it
+    p: int  # reassignment.parallel.partition.count
+    l: int  # reassignment.parallel.leader.movements
+
+
 class State(NamedTuple):
     partitions: Annotated[tuple, Seq(Partition)]
+    limits: Limits  # the dynamic configs; a change applies from the next batch on
+    config_changes: int
     alive: Annotated[int, IdSet()]
     failures: int
     leader_moves: int  # leader movements in the current batch (history)
@@ -195,9 +205,10 @@ class State(NamedTuple):
 PRESETS = {
     # One partition (1,2) -> (3,2): no leader movement, one step.
     "tiny": {"brokers": 3, "replicas": [[1, 2]], "targets": [[3, 2]], "r": 1},
-    # Three partitions, R = 1, P = 2, L = 1, MinISR 2, two broker failures: every rule fires (30,601 states).
+    # Three partitions, R = 1, P = 2, L = 1, MinISR 2, a broker failure, a change of R/P/L: every rule fires
+    # (40,263 states).
     "ci": {"brokers": 4, "replicas": [[1, 2], [2, 3], [3, 1]], "targets": [[3, 4], [3, 4], [4, 1]], "r": 1, "p": 2,
-           "l": 1, "min_isr": 2, "max_failures": 2},
+           "l": 1, "min_isr": 2, "max_failures": 1, "max_config_changes": 1},
     # KIP-435, "Proposed Changes": (0,1,2,3,4) -> (5,6,7,8,9), R = 2, leader 0; brokers shifted by one.
     "example": {"brokers": 10, "replicas": [[1, 2, 3, 4, 5]], "targets": [[6, 7, 8, 9, 10]], "r": 2},
     # Two partitions that both move their leader, P = 2, L = 1: a batch may not move both leaders.
@@ -219,7 +230,7 @@ PRESETS = {
                    "reading": "text"},
     # Three partitions of three replicas, two broker failures (211,500 states).
     "nightly": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
-                [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 2},
+                [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 1, "max_config_changes": 1},
 }
 
 spec = Spec("kip435", Kip435Config, State, doc=__doc__, presets=PRESETS, deadlock=True, expected={
@@ -261,9 +272,9 @@ def set_partition(s: State, i: int, new: Partition) -> tuple:
     return s.partitions[:i] + (new,) + s.partitions[i + 1:]
 
 
-def compute(cfg, i: int, p: Partition) -> Step:
+def compute(cfg, s_limits: Limits, i: int, p: Partition) -> Step:
     m = cfg.mutated
-    return step(cfg.targets[i], p.replicas, members(p.isr), p.leader, cfg.r, cfg.min_isr, cfg.reading,
+    return step(cfg.targets[i], p.replicas, members(p.isr), p.leader, s_limits.r, cfg.min_isr, cfg.reading,
                 ignore_r=m.ignore_r, skip_topup=m.skip_topup, keep_order=m.no_reorder)
 
 
@@ -279,8 +290,10 @@ def init(cfg):
     for cr in cfg.replicas:
         isr = mask(cr[:len(cr) - cfg.lagging])
         parts.append(Partition(replicas=tuple(cr), isr=isr, leader=cr[0], adding=0, removing=0, target=(),
-                               step_isr=0, start_isr=isr.bit_count(), steps=0))
-    yield State(partitions=tuple(parts), alive=mask(brokers(cfg)), failures=cfg.max_failures, leader_moves=0,
+                               step_isr=0, step_r=0, start_isr=isr.bit_count(),
+                               steps=0))
+    yield State(partitions=tuple(parts), limits=Limits(cfg.r, cfg.p, cfg.l), config_changes=cfg.max_config_changes,
+                alive=mask(brokers(cfg)), failures=cfg.max_failures, leader_moves=0,
                 batch_size=0, shrunk=False, lost=False)
 
 
@@ -295,25 +308,41 @@ def collect_batch(cfg, s):
     for i, p in enumerate(s.partitions):
         if p.replicas == cfg.targets[i] or not (p.isr & s.alive):
             continue
-        st = compute(cfg, i, p)
+        st = compute(cfg, s.limits, i, p)
         if st.tr == p.replicas:
             continue
         (moves if st.tr[0] != p.leader else others).append((i, st))
     if not moves and not others:
         return None
     if cfg.batch == "pseudocode" or cfg.mutated.ignore_l:
-        chosen = (moves + others)[:cfg.p]
+        chosen = (moves + others)[:s.limits.p]
     else:
-        chosen = moves[:min(cfg.l, cfg.p)]
-        chosen += others[:cfg.p - len(chosen)]
+        chosen = moves[:min(s.limits.l, s.limits.p)]
+        chosen += others[:s.limits.p - len(chosen)]
     parts = s.partitions
     for i, st in chosen:
         p = parts[i]
         cur = p.replicas
         parts = parts[:i] + (p._replace(replicas=st.tr + tuple(b for b in cur if b in st.dr), adding=mask(st.nr),
-                                        removing=mask(st.dr), target=st.tr, step_isr=in_sync(p)),) + parts[i + 1:]
+                                        removing=mask(st.dr), target=st.tr, step_isr=in_sync(p),
+                                        step_r=s.limits.r),) + parts[i + 1:]
     n_moves = sum(1 for i, st in chosen if st.tr[0] != s.partitions[i].leader)
     return s._replace(partitions=parts, leader_moves=n_moves, batch_size=len(chosen))
+
+
+def small(cfg):
+    return range(1, 3)
+
+
+@spec.rule(r=small, p=small, l=small, applies=lambda cfg: cfg.max_config_changes > 0,
+           precondition=lambda cfg, s: s.config_changes > 0 and not any(p.target for p in s.partitions))
+def change_config(cfg, s, r, p, l):
+    """Operator, between batches: sets R, P and L dynamically; only the next step calculation reads
+    them, the running steps are left as they are (KIP-435, Proposed Changes)."""
+    if Limits(r, p, l) == s.limits:
+        return None
+    # the last batch's counts were checked against the limits it was collected under
+    return s._replace(limits=Limits(r, p, l), config_changes=s.config_changes - 1, leader_moves=0, batch_size=0)
 
 
 @spec.rule(partition=partitions, broker=brokers, fair=True)

@@ -101,9 +101,9 @@ def test_each_mutation_is_caught_at_its_config(name):
 
 @pytest.mark.parametrize("preset,variants,prop,length", [
     ("drop2", {"wait": "none"}, "IsrFloor", 2),                    # the new list read literally: DR out at once
-    ("ci", {"wait": "none"}, "NoAckedRecordLost", 5),
-    ("ci", {"wait": "new"}, "NoAckedRecordLost", 7),
-    ("ci", {"wait": "new"}, "IsrFloor", 6),                        # waiting for NR only: a failed TR replica
+    ("ci", {"wait": "none"}, "NoAckedRecordLost", 4),
+    ("ci", {"wait": "new"}, "IsrFloor", 5),                        # waiting for NR only: a failed TR replica
+    ("wait-new", {}, "NoAckedRecordLost", 7),
     ("leaders", {"batch": "pseudocode"}, "BatchWithinLimits", 1),  # leader movements first, no L
     ("short", {"reading": "text"}, "TopUp", 1),                    # rule 3.3 caps the top-up at R
 ])
