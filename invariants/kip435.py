@@ -2,15 +2,15 @@
 (Collecting a reassignment batch), and that a step neither shrinks the ISR below MinISR nor deletes the last
 in-sync copy."""
 
-from harness.bitset import as_list, as_set, members
+from harness.bitset import as_list, as_set
 from harness.model import Violated
 from specs.kip435 import State, spec
 
 
 @spec.invariant(name="StepWithinR", reads=("partitions",))
 def step_within_r(cfg, s: State) -> bool | Violated:
-    """A running step adds at most R replicas (more only for the MinISR top-up, or the preferred leader when
-    R would not fit it) and drops at most R."""
+    """A running step adds at most the R it was computed with (more only for the MinISR top-up) and drops
+    at most R."""
     for i, p in enumerate(s.partitions):
         if not p.target:
             continue
@@ -81,5 +81,3 @@ def leader_in_sync(cfg, s: State) -> bool | Violated:
 spec.eventually("ReachesFTR", lambda cfg, s: all(p.replicas == cfg.targets[i] and not p.target
                                                  for i, p in enumerate(s.partitions)),
                 doc="once faults stop, every partition reaches its FTR")
-
-_ = members

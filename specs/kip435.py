@@ -18,7 +18,8 @@ Abstractions (docs/ARCHITECTURE.md, "The kip435 model"):
 * A broker failure removes it from every ISR unless it is the last member (Kafka keeps the last
   one) and moves leadership to another live in-sync replica; there is no unclean election.
 * The controller does not fail; a batch's steps start atomically when the batch is collected.
-* The three configs do not change between batches in this version.
+* R, P and L change only between batches (`change_config`, budgeted), so a change affects the next
+  step calculation only (KIP-435, Proposed Changes).
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ class Kip435Config(Config):
     lagging: int = param(0, "the last `lagging` replicas of each partition start out of the ISR", lo=0, hi=8)
     r: int = param(1, "reassignment.parallel.replica.count (R)", lo=1, hi=MAX_BROKERS)
     p: int = param(1, "reassignment.parallel.partition.count (P)", lo=1, hi=4)
-    l: int = param(1, "reassignment.parallel.leader.movements (L)", lo=0, hi=4)
+    l: int = param(1, "reassignment.parallel.leader.movements (L)", lo=1, hi=4)
     min_isr: int = param(1, "min.insync.replicas", lo=1, hi=MAX_BROKERS)
     max_failures: int = budget(0, "broker failures (each broker may recover)")
     max_config_changes: int = budget(0, "dynamic changes of R, P and L between batches (each to 1 or 2)")
