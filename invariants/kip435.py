@@ -59,14 +59,15 @@ def batch_within_limits(cfg, s: State) -> bool | Violated:
 def isr_floor(cfg, s: State) -> bool | Violated:
     """No step leaves a partition with fewer in-sync replicas than min(MinISR, its in-sync count when the
     reassignment started)."""
-    return not s.shrunk or Violated("a step forced replicas out of the ISR below min(MinISR, the starting "
-                                    "in-sync count)")
+    return not s.shrunk or Violated(f"a step of partition {s.shrunk - 1} forced replicas out of its ISR below "
+                                    f"min(MinISR = {cfg.min_isr}, its in-sync count at the start = "
+                                    f"{s.partitions[s.shrunk - 1].start_isr})")
 
 
 @spec.invariant(name="NoAckedRecordLost", reads=("lost",))
 def no_acked_record_lost(cfg, s: State) -> bool | Violated:
     """No deletion removes the last in-sync copy of a partition (the ISR holds every acknowledged record)."""
-    return not s.lost or Violated("a step deleted the last in-sync replicas of a partition")
+    return not s.lost or Violated(f"a step of partition {s.lost - 1} deleted its last in-sync replicas")
 
 
 @spec.invariant(name="LeaderInSync", reads=("partitions",))

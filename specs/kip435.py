@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
 from harness.bitset import as_list, mask, members
-from harness.itf import Bool, IdSet, Int, OptId, Seq
+from harness.itf import IdSet, Int, OptId, Seq
 from harness.model import Config, Spec, budget, ids, param, variant
 
 MAX_BROKERS = 16
@@ -199,8 +199,9 @@ class State(NamedTuple):
     failures: int
     leader_moves: int  # leader movements in the current batch (history)
     batch_size: int  # partitions in the current batch (history)
-    shrunk: Annotated[bool, Bool()]  # a step's drop left fewer in-sync replicas than min(MinISR, start)
-    lost: Annotated[bool, Bool()]  # a deletion emptied an ISR: acknowledged records lost
+    # history, 1 + the first partition where it happened (0: never):
+    shrunk: int  # a step's drop left fewer in-sync replicas than min(MinISR, its in-sync count at the start)
+    lost: int  # a deletion emptied the ISR: acknowledged records lost
 
 
 PRESETS = {
@@ -295,7 +296,7 @@ def init(cfg):
                                steps=0))
     yield State(partitions=tuple(parts), limits=Limits(cfg.r, cfg.p, cfg.l), config_changes=cfg.max_config_changes,
                 alive=mask(brokers(cfg)), failures=cfg.max_failures, leader_moves=0,
-                batch_size=0, shrunk=False, lost=False)
+                batch_size=0, shrunk=0, lost=0)
 
 
 @spec.rule(fair=True, precondition=lambda cfg, s: not any(p.target for p in s.partitions))
@@ -385,14 +386,14 @@ def drop_replicas(cfg, s, partition):
     if not cfg.mutated.drop_before_in_sync and waits_for & ~p.isr:
         return None
     isr = p.isr & ~p.removing
-    lost = s.lost or (isr == 0 and p.isr != 0)
+    lost = s.lost or (partition + 1 if isr == 0 and p.isr != 0 else 0)
     after = p._replace(isr=isr, replicas=p.target, adding=0, removing=0, target=(), steps=p.steps + 1)
     leader = p.leader
     if leader == NO_LEADER or leader not in p.target or not s.alive >> leader & 1:
         leader = elect(after, s.alive, p.target)
     after = after._replace(leader=leader)
     floor = min(cfg.min_isr, p.start_isr)
-    shrunk = s.shrunk or (in_sync(after) < floor <= in_sync(p))
+    shrunk = s.shrunk or (partition + 1 if in_sync(after) < floor <= in_sync(p) else 0)
     return s._replace(partitions=set_partition(s, partition, after), lost=lost, shrunk=shrunk)
 
 
