@@ -523,7 +523,7 @@ def enter(cfg, s: State, c: Controller, rs: tuple, adding: int, removing: int) -
 def after_phase_u(cfg, s: State, c: Controller) -> int:
     """Phase A or B: an assignment that is not reassigning (a cancellation, a reorder) is complete at once
     (`isReassignmentComplete`), so phase A is skipped."""
-    if not (c.adding or c.removing) or complete(cfg, target_of(c), s.zk.isr):
+    if not reassigning(c) or complete(cfg, target_of(c), s.zk.isr):
         return B1
     return A1
 
@@ -601,7 +601,7 @@ def cancel_reassignment(cfg, s):
     AR/RR); U1 at once (`api_reassignment`), then U3 stops the adding replicas.
     """
     c = s.controller
-    if not (c.adding or c.removing):
+    if not reassigning(c):
         return None
     rs, adding, removing = reassign_to(origin_of(c), origin_of(c))
     s = s._replace(budget=spend(s, cancels=1), status=CANCELLING, trs=rs)
@@ -806,7 +806,7 @@ def step_resume(cfg, s: State, c: Controller):
     if s.zk.admin:
         rs, adding, removing = reassign_to(origin_of(c), s.zk.admin)
         return s, enter(cfg, s, c, rs, adding, removing)
-    if c.adding or c.removing:
+    if reassigning(c):
         return s, enter(cfg, s, c, c.rs, c.adding, c.removing)
     return s, c
 
