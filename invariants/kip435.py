@@ -38,11 +38,27 @@ def top_up(cfg, s: State) -> bool | Violated:
 
 @spec.invariant(name="LastStepIsFTR", reads=("partitions",))
 def last_step_is_ftr(cfg, s: State) -> bool | Violated:
-    """A partition whose replicas are exactly FTR's has them in FTR's order."""
+    """A step that leaves a partition with exactly FTR's replicas leaves them in FTR's order (the last step
+    equals FTR)."""
     for i, p in enumerate(s.partitions):
-        if not p.target and set(p.replicas) == set(cfg.targets[i]) and p.replicas != cfg.targets[i]:
+        if p.steps and not p.target and set(p.replicas) == set(cfg.targets[i]) and p.replicas != cfg.targets[i]:
             return Violated(f"partition {i} ends at {as_list(p.replicas)}, not FTR {as_list(cfg.targets[i])}")
     return True
+
+
+@spec.invariant(name="PreferredLeaderFirst", reads=("partitions", "late"))
+def preferred_leader_first(cfg, s: State) -> bool | Violated:
+    """A partition whose FTR has a preferred leader outside CR adds it in its first step, as TR's first
+    replica, and that step ends with it leading if it is live and in sync."""
+    for i, p in enumerate(s.partitions):
+        preferred = cfg.targets[i][0]
+        if p.target and not p.steps and preferred not in cfg.replicas[i] and (
+                not p.adding >> preferred & 1 or p.target[0] != preferred):
+            return Violated(f"partition {i}'s first step is {as_list(p.target)}: FTR's preferred leader {preferred} "
+                            f"is not added as its first replica")
+    return not s.late or Violated(f"partition {s.late - 1}'s first step ended with leader "
+                                  f"{s.partitions[s.late - 1].leader}, not FTR's preferred leader "
+                                  f"{cfg.targets[s.late - 1][0]} that was live and in sync")
 
 
 @spec.invariant(name="BatchWithinLimits", reads=("batch_size", "leader_moves", "limits"))
@@ -58,10 +74,11 @@ def batch_within_limits(cfg, s: State) -> bool | Violated:
 @spec.invariant(name="IsrFloor", reads=("shrunk",))
 def isr_floor(cfg, s: State) -> bool | Violated:
     """No step leaves a partition with fewer in-sync replicas than min(MinISR, its in-sync count when the
-    reassignment started)."""
+    reassignment started, |FTR|) (a target smaller than MinISR cannot keep MinISR in sync)."""
     return not s.shrunk or Violated(f"a step of partition {s.shrunk - 1} forced replicas out of its ISR below "
                                     f"min(MinISR = {cfg.min_isr}, its in-sync count at the start = "
-                                    f"{s.partitions[s.shrunk - 1].start_isr})")
+                                    f"{s.partitions[s.shrunk - 1].start_isr}, |FTR| = "
+                                    f"{len(cfg.targets[s.shrunk - 1])})")
 
 
 @spec.invariant(name="NoAckedRecordLost", reads=("lost",))
@@ -82,3 +99,11 @@ def leader_in_sync(cfg, s: State) -> bool | Violated:
 spec.eventually("ReachesFTR", lambda cfg, s: all(p.replicas == cfg.targets[i] and not p.target
                                                  for i, p in enumerate(s.partitions)),
                 doc="once faults stop, every partition reaches its FTR")
+
+
+# ------------------------------------------------------------------ Z3 forms (harness prove)
+# The per-partition properties, and the lemma that makes them inductive, over specs/kip435/symbolic.py.
+from specs.kip435 import symbolic as _sym  # noqa: E402
+
+spec.symbolic = _sym
+spec.z3_invariants.update({**_sym.PROPERTIES, **_sym.LEMMAS})

@@ -27,6 +27,7 @@ import z3
 
 from harness import interrupt
 from harness.errors import BadInput
+from harness.symbolic import const
 from harness.model import Model
 from harness.result import CheckResult, Violation
 from harness.trace import Outcome
@@ -61,15 +62,6 @@ def value_of(m: z3.ModelRef, x):
     if z3.is_bool(v):
         return z3.is_true(v)
     return v.as_long()
-
-
-def const(x, v):
-    """A Z3 literal of x's sort with Python value v."""
-    if z3.is_bool(x):
-        return z3.BoolVal(bool(v))
-    if z3.is_bv(x):
-        return z3.BitVecVal(v, x.size())
-    return z3.IntVal(v)
 
 
 def equals(s: dict, values: dict):
@@ -172,6 +164,9 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
           timeout_ms: int = 60_000) -> CheckResult:
     sym = symbolic_form(model)
     spec, cfg = model.spec, model.config
+    why = getattr(sym, "bmc_unsupported", lambda cfg: None)(cfg)
+    if why:
+        raise BadInput(f"no bounded model checking for this config: {why}")
     started = time.monotonic()
     properties = [p for p in spec.z3_invariants if p in spec.invariants]
     unroll = Unrolling(sym, cfg, sym.brokers(cfg), initial_constraint(model, sym), timeout_ms)

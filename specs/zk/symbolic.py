@@ -62,6 +62,7 @@ from __future__ import annotations
 import z3
 
 from harness.bitset import mask
+from harness.symbolic import all_mask, const, one_hot, within
 from specs.zk import (A0, A1, A2, B1, B2, B3, B4, B5, B6, B7, B8, CANCELLED, CANCELLING, DONE, IDLE, IN_PROGRESS,
                       LEADER, LEADER_AND_ISR, NOT_STARTED, RESUME, STATUS)
 from specs.zk import init as model_init
@@ -82,18 +83,6 @@ def make_state(prefix: str, n: int) -> dict:
     s.update({f: z3.Bool(f"{prefix}{f}") for f in BOOLS})
     s["n"] = n
     return s
-
-
-def all_mask(n: int):
-    return z3.BitVecVal(((1 << (n + 1)) - 1) & ~1, n + 1)
-
-
-def one_hot(x):
-    return z3.And(x != 0, x & (x - 1) == 0)
-
-
-def within(x, y):
-    return x & ~y == 0
 
 
 def type_ok(s: dict):
@@ -521,13 +510,6 @@ def bounds(s: dict, t: dict, cfg):
     created = z3.And(z3.Not(s["admin"]), t["admin"])
     fixed = z3.BoolVal(True) if cfg.max_broker_crashes else s["live"] == all_mask(s["n"])
     return z3.And(*starts, z3.Implies(created, z3.Or(*[t["T"] == x for x in targets])), fixed)
-
-
-def const(x, v):
-    """A Z3 literal of x's sort with Python value v."""
-    if z3.is_bool(x):
-        return z3.BoolVal(bool(v))
-    return z3.BitVecVal(v, x.size()) if z3.is_bv(x) else z3.IntVal(v)
 
 
 # ============================================================================ properties and lemmas

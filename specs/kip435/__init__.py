@@ -61,7 +61,7 @@ def _place(cr: tuple, nr: tuple, dr: tuple, leader_first: int | None) -> tuple:
 
 
 def step(ftr, cr, isr, leader, r: int, min_isr: int, reading: str = "example", *, ignore_r: bool = False,
-         skip_topup: bool = False, keep_order: bool = False) -> Step:
+         skip_topup: bool = False, keep_order: bool = False, leader_later: bool = False) -> Step:
     """The next reassignment step of one partition (KIP-435, "Calculating a Reassignment Step").
 
     ftr, cr: replica lists (final target, current); isr: the in-sync brokers (any iterable);
@@ -92,7 +92,7 @@ def step(ftr, cr, isr, leader, r: int, min_isr: int, reading: str = "example", *
     missing = [b for b in ftr if b not in cr]                 # candidates for NR
     in_sync = sum(1 for b in cr if b in isr)                  # 3.1
     preferred = ftr[0]
-    new_leader = preferred not in cr and preferred != leader  # 3.2
+    new_leader = preferred not in cr and preferred != leader and not leader_later  # 3.2
     nr: list[int] = [preferred] if new_leader else []
     if reading == "text":
         dr = er[:r]                                           # 2.3 (n of 2.1 unused)
@@ -200,17 +200,21 @@ class State(NamedTuple):
     leader_moves: int  # leader movements in the current batch (history)
     batch_size: int  # partitions in the current batch (history)
     # history, 1 + the first partition where it happened (0: never):
-    shrunk: int  # a step's drop left fewer in-sync replicas than min(MinISR, its in-sync count at the start)
+    shrunk: int  # a step's drop left fewer in-sync replicas than min(MinISR, in-sync at the start, |FTR|)
     lost: int  # a deletion emptied the ISR: acknowledged records lost
+    late: int  # a first step that added FTR's preferred leader ended with another leader while it could lead
 
 
 PRESETS = {
     # One partition (1,2) -> (3,2): no leader movement, one step.
     "tiny": {"brokers": 3, "replicas": [[1, 2]], "targets": [[3, 2]], "r": 1},
-    # Three partitions, R = 1, P = 2, L = 1, MinISR 2, a broker failure, a change of R/P/L: every rule fires
-    # (40,263 states).
+    # A new preferred leader whose slot CR's order does not free: (1,2,3) -> (4,1,5) adds 4 before anything
+    # moves; without rule 3.2 the first step is (1,4,3) and 4 leads only at the end.
+    "leader-first": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[4, 1, 5]], "r": 1},
+    # Three partitions, R = 1, P = 2, L = 1, MinISR 2, two broker failures, a change of R/P/L: every rule
+    # fires (290,055 states, depth 26).
     "ci": {"brokers": 4, "replicas": [[1, 2], [2, 3], [3, 1]], "targets": [[3, 4], [3, 4], [4, 1]], "r": 1, "p": 2,
-           "l": 1, "min_isr": 2, "max_failures": 1, "max_config_changes": 1},
+           "l": 1, "min_isr": 2, "max_failures": 2, "max_config_changes": 1},
     # KIP-435, "Proposed Changes": (0,1,2,3,4) -> (5,6,7,8,9), R = 2, leader 0; brokers shifted by one.
     "example": {"brokers": 10, "replicas": [[1, 2, 3, 4, 5]], "targets": [[6, 7, 8, 9, 10]], "r": 2},
     # Two partitions that both move their leader, P = 2, L = 1: a batch may not move both leaders.
@@ -230,9 +234,9 @@ PRESETS = {
                    "batch": "pseudocode"},
     "text-topup": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "lagging": 2, "min_isr": 3, "r": 1,
                    "reading": "text"},
-    # Three partitions of three replicas, two broker failures (211,500 states).
+    # Three partitions of three replicas, two broker failures, a change of R/P/L (1,324,169 states, depth 33).
     "nightly": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
-                [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 1, "max_config_changes": 1},
+                [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 2, "max_config_changes": 1},
 }
 
 spec = Spec("kip435", Kip435Config, State, doc=__doc__, presets=PRESETS, deadlock=True, expected={
@@ -254,6 +258,11 @@ spec.mutation("ignore_l", rule="collect_batch", caught_at="leaders",
               removes="the leader movement limit L (KIP-435, Collecting a reassignment batch)")
 spec.mutation("skip_topup", rule="collect_batch", caught_at="short",
               removes="the MinISR top-up of the first step (KIP-435, Proposed Changes; rule 3.3)")
+spec.mutation("leader_later", rule="collect_batch", caught_at="leader-first",
+              removes="adding FTR's new preferred leader first (KIP-435, Proposed Changes; Calculating a "
+                      "Reassignment Step, rule 3.2)")
+spec.mutation("keep_leader", rule="drop_replicas", caught_at="leader-first",
+              removes="electing the new preferred leader by the end of the first step (KIP-435, Proposed Changes)")
 spec.mutation("no_reorder", rule="collect_batch", caught_at="order",
               removes="ordering the last step as FTR (KIP-435, Calculating a Reassignment Step, rule 5)")
 
@@ -277,7 +286,7 @@ def set_partition(s: State, i: int, new: Partition) -> tuple:
 def compute(cfg, s_limits: Limits, i: int, p: Partition) -> Step:
     m = cfg.mutated
     return step(cfg.targets[i], p.replicas, members(p.isr), p.leader, s_limits.r, cfg.min_isr, cfg.reading,
-                ignore_r=m.ignore_r, skip_topup=m.skip_topup, keep_order=m.no_reorder)
+                ignore_r=m.ignore_r, skip_topup=m.skip_topup, keep_order=m.no_reorder, leader_later=m.leader_later)
 
 
 def elect(p: Partition, alive: int, order: tuple) -> int:
@@ -296,7 +305,7 @@ def init(cfg):
                                steps=0))
     yield State(partitions=tuple(parts), limits=Limits(cfg.r, cfg.p, cfg.l), config_changes=cfg.max_config_changes,
                 alive=mask(brokers(cfg)), failures=cfg.max_failures, leader_moves=0,
-                batch_size=0, shrunk=0, lost=0)
+                batch_size=0, shrunk=0, lost=0, late=0)
 
 
 @spec.rule(fair=True, precondition=lambda cfg, s: not any(p.target for p in s.partitions))
@@ -377,8 +386,10 @@ def elect_preferred_leader(cfg, s, partition):
 @spec.rule(partition=partitions, fair=True)
 def drop_replicas(cfg, s, partition):
     """Controller, finishing `partition`'s step (KIP-435, "Performing reassignment for a single
-    partition", steps 7-10), once the replicas `wait` names are in the ISR; it elects a leader
-    from TR if the current one is not in TR, forces DR out of the ISR and deletes them; CR = TR."""
+    partition", steps 7-10), once the replicas `wait` names are in the ISR: TR's first replica leads if
+    it is live and stays in sync (the new preferred leader of the first step), else the current leader
+    stays if it is a live replica of TR, else the first live in-sync replica of TR; DR are forced out of
+    the ISR and deleted; CR = TR."""
     p = s.partitions[partition]
     if not p.target:
         return None
@@ -388,13 +399,19 @@ def drop_replicas(cfg, s, partition):
     isr = p.isr & ~p.removing
     lost = s.lost or (partition + 1 if isr == 0 and p.isr != 0 else 0)
     after = p._replace(isr=isr, replicas=p.target, adding=0, removing=0, target=(), steps=p.steps + 1)
+    first = p.target[0]
     leader = p.leader
-    if leader == NO_LEADER or leader not in p.target or not s.alive >> leader & 1:
+    if isr >> first & 1 and s.alive >> first & 1 and not cfg.mutated.keep_leader:
+        leader = first
+    elif leader == NO_LEADER or leader not in p.target or not s.alive >> leader & 1:
         leader = elect(after, s.alive, p.target)
     after = after._replace(leader=leader)
-    floor = min(cfg.min_isr, p.start_isr)
+    floor = min(cfg.min_isr, p.start_isr, len(cfg.targets[partition]))
     shrunk = s.shrunk or (partition + 1 if in_sync(after) < floor <= in_sync(p) else 0)
-    return s._replace(partitions=set_partition(s, partition, after), lost=lost, shrunk=shrunk)
+    preferred = cfg.targets[partition][0]
+    late = s.late or (partition + 1 if p.steps == 0 and p.adding >> preferred & 1 and leader != preferred
+                      and isr >> preferred & 1 and s.alive >> preferred & 1 else 0)
+    return s._replace(partitions=set_partition(s, partition, after), lost=lost, shrunk=shrunk, late=late)
 
 
 @spec.rule(broker=brokers, precondition=lambda cfg, s: s.failures > 0)
