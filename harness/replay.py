@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.model import Model
-from harness.trace import Trace
+from harness.trace import Trace, earlier_violations
 
 
 @dataclass
@@ -60,11 +60,16 @@ def replay(trace: Trace) -> ReplayReport:
     last = len(states) - 1
     outcome = trace.outcome
     if outcome.kind in ("none", "invariant"):
-        for i, s in enumerate(states):
-            bad = model.violated(s)
-            expected_here = outcome.kind == "invariant" and i == last
-            if bad and not (expected_here and outcome.property in bad):
-                return ReplayReport(False, i, f"step {i}: invariant {bad[0]} fails earlier than recorded", i)
+        passes = trace.meta["outcome"].get("passes", {})  # violations a `--continue` run recorded on its way
+        if passes != earlier_violations(model, states, outcome):
+            for i, s in enumerate(states):
+                unexpected = [p for p in model.violated(s) if not (
+                    passes.get(p, last + 1) <= i or outcome.kind == "invariant" and i == last and p == outcome.property)]
+                if unexpected:
+                    return ReplayReport(False, i, f"step {i}: invariant {unexpected[0]} fails earlier than recorded", i)
+            name, i = next(((p, i) for p, i in passes.items() if model.holds(p, states[i])), (None, last))
+            what = f"the recorded violation of {name} on the way" if name else "the recorded violations on the way"
+            return ReplayReport(False, i, f"step {i}: {what} does not reproduce", i)
         if outcome.kind == "invariant" and model.holds(outcome.property, states[last]):
             return ReplayReport(False, last, f"the recorded violation of {outcome.property} does not reproduce: it holds at the last state", last)
     elif outcome.kind == "deadlock":

@@ -65,6 +65,9 @@ TRACE_SCHEMA = _closed(["#meta", "vars", "states"], {
                 "property": {"type": ["string", "null"]},
                 "statement": {"type": "string"},  # the property's docstring
                 "reason": {"type": "string"},  # what fails, where the property says
+                # other invariants the run violates before its end (a `--continue` search explores past
+                # violations): property -> the first state where it fails; replay checks each
+                "passes": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
             },
         },
         "why": {"type": "string"},  # the corpus's explanation of a committed trace
@@ -145,6 +148,21 @@ def outcome_document(model: Model, outcome: Outcome, last: tuple, recorded: dict
     return doc
 
 
+def earlier_violations(model: Model, states: list[tuple], outcome: Outcome) -> dict[str, int]:
+    """Invariants a run violates before its recorded outcome, each with the first state where it fails.
+    Only a search that goes on past a violation (`--continue`) writes such a run; a trace records them so
+    that replay can tell them from a model that now fails earlier."""
+    if outcome.kind not in ("none", "invariant"):
+        return {}
+    last = len(states) - 1
+    first: dict[str, int] = {}
+    for i, s in enumerate(states):
+        for name in model.violated(s):
+            if not (i == last and outcome.kind == "invariant" and name == outcome.property):
+                first.setdefault(name, i)
+    return first
+
+
 def trace_document(model: Model, states: list[tuple], actions: list[Action | None], outcome: Outcome,
                    engine: str, seed: int | None = None, loop: int | None = None, extra: dict | None = None) -> dict:
     cfg = model.config
@@ -164,6 +182,9 @@ def trace_document(model: Model, states: list[tuple], actions: list[Action | Non
         "harness_version": __version__,
         "length": len(states) - 1,
     }
+    passes = earlier_violations(model, states, outcome)
+    if passes:
+        meta["outcome"]["passes"] = passes
     if extra:
         meta.update(extra)
     itf_states = []
@@ -374,6 +395,9 @@ def _decode_trace(doc: Any, path: str) -> Trace:
         raise BadInput("a loop belongs to a liveness trace (a lasso), and only there")
     if loop is not None and loop >= len(states):
         raise BadInput(f"loop index {loop} is past the last state")
+    for name, index in meta["outcome"].get("passes", {}).items():
+        if name not in spec.invariants or index >= len(states):
+            raise BadInput(f"the outcome's `passes` names {shown(name)} at state {index}: no such invariant or state")
     if outcome.kind == "invariant" and outcome.property not in spec.invariants:
         raise BadInput(f"spec {spec.name!r} has no invariant {shown(outcome.property)}")
     if outcome.kind == "liveness" and outcome.property not in spec.liveness:

@@ -1,6 +1,8 @@
 """The `kip435` model: KIP-435's worked example, the step function's properties, the model's checks,
 mutations and the unsafe readings of the KIP."""
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -130,3 +132,37 @@ def test_unsafe_readings_are_found_with_their_shortest_traces(preset, variants, 
     r = bfs.explore(model(preset, **variants), keep_going=True, max_depth=length)
     found = {v.outcome.property: v.depth for v in r.violations}
     assert found.get(prop) == length, found
+
+
+# ------------------------------------------------------------- traces of a search that goes on past a violation
+
+PAST_A_SHRINK = ["brokers=6", "targets=[[4,5,6]]"]  # losing the ISR takes a shrink below MinISR first
+
+
+def test_continue_traces_replay_and_record_the_violations_on_the_way(tmp_path):
+    import json
+
+    from harness.check import write_counterexamples
+    from harness.replay import replay
+    from harness.trace import read_trace
+
+    m = SPEC.bind(SPEC.config("drop2", PAST_A_SHRINK, ["wait=none"]))
+    r = bfs.explore(m, keep_going=True)
+    write_counterexamples(m, r, tmp_path, None)
+    by_prop = {v.outcome.property: v for v in r.violations}
+    assert by_prop["IsrFloor"].depth == 4 and by_prop["NoAckedRecordLost"].depth == 6
+    for v in r.violations:
+        assert replay(read_trace(v.trace_path)).ok, v.trace_path
+    lost = Path(by_prop["NoAckedRecordLost"].trace_path)
+    doc = json.loads(lost.read_text())
+    assert doc["#meta"]["outcome"]["passes"] == {"IsrFloor": 4}
+    # Without the record, the earlier violation reads as a model that fails earlier than recorded.
+    del doc["#meta"]["outcome"]["passes"]
+    lost.write_text(json.dumps(doc))
+    report = replay(read_trace(lost))
+    assert not report.ok and "IsrFloor fails earlier than recorded" in report.message
+    # A recorded violation on the way that the run does not have does not reproduce.
+    doc["#meta"]["outcome"]["passes"] = {"IsrFloor": 3}
+    lost.write_text(json.dumps(doc))
+    report = replay(read_trace(lost))
+    assert not report.ok and "IsrFloor on the way does not reproduce" in report.message
