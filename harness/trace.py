@@ -154,12 +154,11 @@ def earlier_violations(model: Model, states: list[tuple], outcome: Outcome) -> d
     that replay can tell them from a model that now fails earlier."""
     if outcome.kind not in ("none", "invariant"):
         return {}
-    last = len(states) - 1
+    end = len(states) - (outcome.kind == "invariant")  # others may fail beside the recorded one at the end
     first: dict[str, int] = {}
-    for i, s in enumerate(states):
+    for i, s in enumerate(states[:end]):
         for name in model.violated(s):
-            if not (i == last and outcome.kind == "invariant" and name == outcome.property):
-                first.setdefault(name, i)
+            first.setdefault(name, i)
     return first
 
 
