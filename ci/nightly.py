@@ -30,6 +30,7 @@ from harness.engines import graph, hypothesis as hyp, spark  # noqa: E402
 from harness.checkpoint import CheckpointRefused  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
 from harness.check import write_counterexamples  # noqa: E402
+from harness.corpus import REGRESSIONS, liveness_verdicts  # noqa: E402
 
 QUICK = os.environ.get("NIGHTLY_QUICK") == "1"
 
@@ -81,9 +82,11 @@ def run_model(name: str, folder: Path) -> dict:
     model = spec.bind(spec.config("tiny"))
     t = time.monotonic()
     r, _ = graph.explore(model)
-    out["liveness"] = {"preset": "tiny", "properties": r.stats["liveness"], "states": r.stats["states"],
-                       "seconds": round(time.monotonic() - t, 1), "traces": save_violations(model, r, folder)}
-    log(f"  {name}/tiny liveness: {r.stats['liveness']}")
+    verdicts = liveness_verdicts(spec, "tiny", r.stats["liveness"])
+    out["liveness"] = {"preset": "tiny", "properties": r.stats["liveness"], "verdicts": verdicts,
+                       "states": r.stats["states"], "seconds": round(time.monotonic() - t, 1),
+                       "traces": save_violations(model, r, folder)}
+    log(f"  {name}/tiny liveness: " + ", ".join(f"{p} {v}" for p, v in verdicts.items()))
     if spec.symbolic is not None:
         from harness.engines import z3bmc, z3prove
 
@@ -160,7 +163,8 @@ def write_html(folder: Path, summary: dict) -> None:
                          f"{'proved inductive' if m['z3']['proved'] else 'NOT inductive'}; {bmc}</p>")
         parts.append("<p>Time per engine (s): " + ", ".join(f"{k} {v}" for k, v in times.items()) + "</p>"
                      + svg_bars(list(times.values()), 150, 40))
-        parts.append(f"<p>Liveness: {html.escape(json.dumps(m['liveness']['properties']))}</p>")
+        parts.append("<p>Liveness at <code>tiny</code>: " + html.escape(", ".join(
+            f"{p}: {v}" for p, v in m["liveness"].get("verdicts", {}).items())) + "</p>")
     parts.append("<h2>Fuzzers</h2><table><tr><th>input</th><th>result</th><th>counts</th><th>s</th></tr>" + "".join(
         f"<tr><td>{html.escape(n)}</td><td>{'passed' if f['passed'] else 'FAILED'}</td>"
         f"<td>{html.escape(json.dumps(f['counts']))}</td><td>{f['seconds']}</td></tr>"
@@ -208,6 +212,8 @@ def main() -> int:
     new_violations += [f"{n}: Z3 properties not inductive" for n, m in summary["models"].items()
                        if not m.get("z3", {}).get("proved", True)]
     new_violations += [f"fuzzer {n} failed" for n, f in summary["fuzz"].items() if not f["passed"]]
+    new_violations += [f"{n}/tiny liveness {p}: {v}" for n, m in summary["models"].items()
+                       for p, v in m["liveness"]["verdicts"].items() if v in REGRESSIONS]
     summary["outcome"] = "violation" if new_violations else "ok"
     summary["comparison"] = compare(previous, summary)
     (folder / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))

@@ -21,16 +21,40 @@ class Case:
     preset: str
     mutation: str  # "none" for an expected violation of the unmutated protocol
     why: str
+    liveness: str | None = None  # an expected failure of this liveness property (the graph engine)
 
     @property
     def label(self) -> str:
-        return f"{self.spec}/{self.preset}" + ("" if self.mutation == "none" else f"/{self.mutation}")
+        return f"{self.spec}/{self.preset}" + ("" if self.mutation == "none" else f"/{self.mutation}") + (
+            f" {self.liveness}" if self.liveness else "")
+
+    def found(self, result) -> bool:
+        """The result shows what the case expects: any violation, or a lasso of its liveness property."""
+        if self.liveness:
+            return any(v.outcome.property == self.liveness for v in result.violations)
+        return bool(result.violations)
 
 
 def cases(spec: Spec) -> list[Case]:
     out = [Case(spec.name, m.caught_at, m.name, str(m)) for m in spec.mutations.values()]
     out += [Case(spec.name, preset, "none", why) for preset, why in spec.expected.items()]
+    out += [Case(spec.name, preset, "none", why, prop) for (preset, prop), why in spec.expected_liveness.items()]
     return out
+
+
+def liveness_verdicts(spec: Spec, preset: str, liveness: dict) -> dict[str, str]:
+    """Each liveness property's result at `preset` (the graph engine's `stats["liveness"]`) against the
+    spec's declarations: "holds", "expected failure", "NEW failure" or "expected failure NO LONGER
+    reproduces". The last two are regressions a scheduled job must fail on."""
+    out = {}
+    for name, r in liveness.items():
+        expected = (preset, name) in spec.expected_liveness
+        out[name] = ({True: "expected failure NO LONGER reproduces", False: "holds"}[expected] if r["holds"]
+                     else {True: "expected failure", False: "NEW failure"}[expected])
+    return out
+
+
+REGRESSIONS = ("NEW failure", "expected failure NO LONGER reproduces")
 
 
 def all_cases(names: list[str] | None = None) -> list[Case]:
@@ -44,10 +68,11 @@ def run_case(case: Case, time_limit: float | None = None):
     spec = load_spec(case.spec)
     model = spec.bind(spec.config(case.preset, mutation=case.mutation))
     mutation = spec.mutations.get(case.mutation)
-    if mutation is not None and mutation.caught_by == "graph":
+    if case.liveness or mutation is not None and mutation.caught_by == "graph":
         from harness.engines import graph
 
-        return model, graph.explore(model)[0]
+        return model, graph.explore(model, properties=[case.liveness] if case.liveness else None,
+                                    check_safety=not case.liveness)[0]
     scenario = spec.guides.get(case.mutation)
     if scenario is None:
         return model, bfs.explore(model, time_limit=time_limit)
@@ -66,11 +91,11 @@ def regenerate(out: Path, names: list[str] | None = None, echo=print) -> list[st
     survivors = []
     for case in all_cases(names):
         model, result = run_case(case)
-        if not result.violations:
+        if not case.found(result):
             survivors.append(case.label)
             echo(f"{case.label}: NO violation found")
             continue
-        v = result.violations[0]
+        v = next(v for v in result.violations if not case.liveness or v.outcome.property == case.liveness)
         path = out / trace_filename(model, v.outcome, "bfs")
         extra = {"why": case.why, **({"note": v.note} if v.note else {})}
         write_trace(path, model, v.states, v.actions, v.outcome, result.engine, 0, v.loop, extra)

@@ -378,6 +378,8 @@ class Spec:
     symbolic: Any = None  # module with make_state/type_ok/init/RULES: the Z3 transition relation (prove)
     z3_invariants: dict[str, Callable] = field(default_factory=dict)  # property -> (symbolic state) -> Z3 formula
     expected: dict[str, str] = field(default_factory=dict)  # preset -> the known violation it exhibits
+    # (preset, liveness property) -> why it fails there on the unmutated protocol (a known limitation)
+    expected_liveness: dict[tuple[str, str], str] = field(default_factory=dict)
     rules: list[Rule] = field(default_factory=list)
     invariants: dict[str, Callable] = field(default_factory=dict)
     invariant_docs: dict[str, str] = field(default_factory=dict)
@@ -396,6 +398,14 @@ class Spec:
         """`@spec.init`: `fn(cfg) -> iterable of initial states`."""
         self.init_fn = fn
         return fn
+
+    def expect_liveness_failure(self, preset: str, prop: str, why: str) -> None:
+        """Declare that liveness property `prop` fails at `preset` on the unmutated protocol. The corpus
+        keeps its lasso; the gate fails when it no longer reproduces, the nightly job when a liveness
+        property fails where no such declaration says it does."""
+        if prop not in self.liveness or preset not in self.presets:
+            raise ValueError(f"unknown liveness property {prop!r} or preset {preset!r}")
+        self.expected_liveness[(preset, prop)] = why
 
     def preset_for(self, mutation: str) -> str:
         """The config at which `mutation` must be caught."""

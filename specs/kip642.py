@@ -540,6 +540,10 @@ spec.eventually("ReassignmentCompletes", goal=lambda cfg, s: reassignment_done(c
     b.role == LEADER for b in s.servers), trigger=lambda cfg, s: not reassignment_done(cfg, s),
     doc="once some server's log holds a pending TargetVoters, eventually no log holds one and some server leads, "
         "under weak fairness of the fair rules (timeouts and faults are bounded, so they stop)")
+spec.expect_liveness_failure(
+    "tiny", "ReassignmentCompletes",
+    "a modelling limit: elections spend a bounded budget (max_elections), and a split vote can spend it all, "
+    "leaving no leader to finish the reassignment")
 
 
 # ================================================================================ speed helpers

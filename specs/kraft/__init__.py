@@ -181,6 +181,10 @@ class State(NamedTuple):
 PRESETS = {
     # A move [1,2] -> [2,3] that removes the leader, with a cancellation and one record: no faults.
     "tiny": {"max_faults": 0},
+    # The sole in-sync replica loses its log in an unclean shutdown during the move (ELR cleared by the
+    # restart): with unclean election off no replica may lead, so the reassignment never completes. The
+    # expected ReassignmentCompletes failure (12,712 states; 7-step lasso).
+    "leaderless": {"isr": [1], "max_records": 0, "max_cancels": 0, "max_faults": 0, "max_unclean_shutdowns": 1},
     # Exhausted by BFS in about a minute, every rule fires: the move of an under-replicated partition
     # (follower 2 not yet in the ISR), a record, a cancellation, and one disruption of any kind.
     "ci": {"isr": [1], "max_records": 1, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_disruptions": 1},
@@ -926,6 +930,10 @@ def reassignment_done(cfg, s: State) -> bool:
 spec.eventually("ReassignmentCompletes", goal=reassignment_done,
                 trigger=lambda cfg, s: ctl.in_progress(s.partition),
                 doc="a started reassignment eventually completes (or is cancelled) once faults stop")
+spec.expect_liveness_failure(
+    "leaderless", "ReassignmentCompletes",
+    "availability, not a bug: the only in-sync replica lost its log and unclean election is off, so no replica "
+    "may lead and the reassignment cannot complete (KIP-966 keeps such a partition offline)")
 
 
 # ---- speed: measured hot paths (docs/PERFORMANCE.md, "BFS throughput (kraft ci)", sessions 13-15) ----

@@ -1,0 +1,77 @@
+"""Expected liveness failures: a spec declares where a liveness property fails on the correct protocol;
+the corpus keeps the lasso, the gate fails when it no longer reproduces or when a property fails where
+nothing declares it, and the graph engine's summary says which failures are expected."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from harness.corpus import cases, liveness_verdicts
+from harness.engines import graph
+from harness.registry import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def gate_module():
+    spec = importlib.util.spec_from_file_location("gate_under_test", ROOT / "ci" / "gate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_kraft_declares_the_leaderless_partition_and_the_corpus_keeps_its_lasso():
+    kraft = load_spec("kraft")
+    case = next(c for c in cases(kraft) if c.liveness)
+    assert (case.preset, case.liveness) == ("leaderless", "ReassignmentCompletes")
+    model = kraft.bind(kraft.config("leaderless"))
+    result, _ = graph.explore(model, properties=["ReassignmentCompletes"], check_safety=False)
+    assert case.found(result) and result.violations[0].depth == 7
+    assert liveness_verdicts(kraft, "leaderless", result.stats["liveness"]) == {
+        "ReassignmentCompletes": "expected failure"}
+    assert (ROOT / "counterexamples" / "kraft-leaderless-ReassignmentCompletes.itf.json").exists()
+
+
+def test_the_gate_fails_when_an_expected_liveness_failure_no_longer_reproduces(monkeypatch):
+    """The leaderless config with both replicas in sync: the unclean shutdown of one leaves the other to
+    lead, the reassignment completes, and the declared failure is gone."""
+    gate = gate_module()
+    kraft = load_spec("kraft")
+    monkeypatch.setattr(gate, "all_cases", lambda names: [c for c in cases(kraft) if c.liveness])  # these only
+    monkeypatch.setitem(kraft.presets, "leaderless", dict(kraft.presets["leaderless"], isr=[1, 2]))
+    failures: list[str] = []
+    gate.mutation_adequacy(["kraft"], failures)
+    assert failures == ["kraft/leaderless ReassignmentCompletes: expected violation NOT found"]
+
+
+def test_the_gate_fails_on_a_new_liveness_failure(monkeypatch):
+    """kip642's failure at tiny, undeclared, is a new failure; declared, it is expected."""
+    gate = gate_module()
+    kip642 = load_spec("kip642")
+    failures: list[str] = []
+    gate.liveness_at_tiny(["kip642"], failures)
+    assert failures == []
+    monkeypatch.setattr(kip642, "expected_liveness", {})
+    gate.liveness_at_tiny(["kip642"], failures)
+    assert failures == ["kip642/tiny liveness ReassignmentCompletes: NEW failure"]
+
+
+def test_declaring_an_unknown_property_or_preset_is_refused():
+    kraft = load_spec("kraft")
+    with pytest.raises(ValueError):
+        kraft.expect_liveness_failure("leaderless", "NoSuchProperty", "why")
+    with pytest.raises(ValueError):
+        kraft.expect_liveness_failure("no-such-preset", "ReassignmentCompletes", "why")
+
+
+def test_the_graph_summary_names_an_expected_failure(tmp_path):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "harness", "check", "kraft", "--config", "leaderless", "--engine",
+                        "graph", "--quiet", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 1
+    assert "liveness ReassignmentCompletes: FAILS (lasso of 7 steps, loop at 7) - an expected failure here" in \
+        " ".join(p.stderr.split())
