@@ -239,3 +239,28 @@ def test_every_mutation_is_caught_with_the_committed_shortest_trace():
 def test_committed_counterexamples_replay(cli, path):
     code, out, err = cli("replay", path)
     assert code == 0, out + err
+
+
+ONLY_REMOVING = ["replicas=[1,2,3]", "isr=[1,2]", "targets=[[1,3]]", "max_records=0", "max_cancels=0"]
+
+
+def test_a_completion_at_once_below_min_isr_is_flagged():
+    """An only-removing reassignment completes in the AlterPartitionReassignments step itself; leaving
+    ISR {1} < MinISR 2 there is the same violation as at the end of a reassignment in progress (before,
+    only the latter was recorded and this run exhausted 114 states without a violation)."""
+    r = bfs.explore(model("tiny", ONLY_REMOVING, mutation="completion_ignores_min_isr"))
+    assert [(v.outcome.property, v.depth) for v in r.violations] == [("CompletionRespectsMinIsr", 1)]
+    assert r.violations[0].actions[1].rule == "alter_partition_reassignments"
+    correct = bfs.explore(model("tiny", ONLY_REMOVING))
+    assert correct.complete and not correct.violations
+
+
+def test_a_removed_replica_that_returns_is_not_trusted_on_stale_fetch_state():
+    """remove-readd: without the completion's leader-epoch bump, replica 3 keeps fetching after its removal
+    in the same leader epoch, deletes its log when it learns of the removal, and is added back on the
+    leader's stale fetch offset."""
+    r = bfs.explore(model("remove-readd", mutation="completion_no_epoch_bump"))
+    v = r.violations[0]
+    assert (v.outcome.property, v.depth) == ("LeaderCandidateCompleteness", 12)
+    rules = [a.rule for a in v.actions[1:]]
+    assert rules.count("alter_partition_reassignments") == 2 and rules[-1] == "handle_alter_partition"

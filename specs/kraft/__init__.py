@@ -185,6 +185,11 @@ PRESETS = {
     # restart): with unclean election off no replica may lead, so the reassignment never completes. The
     # expected ReassignmentCompletes failure (12,712 states; 7-step lasso).
     "leaderless": {"isr": [1], "max_records": 0, "max_cancels": 0, "max_faults": 0, "max_unclean_shutdowns": 1},
+    # Remove replica 3, then add it back: a replica removed in the same leader epoch may have kept fetching,
+    # so only the completion's leader-epoch bump stops the leader from trusting its stale fetch state when
+    # the replica returns with an empty log (10,289 states).
+    "remove-readd": {"replicas": [1, 2, 3], "isr": [1, 2, 3], "targets": [[1, 2], [1, 2, 3]], "max_reassignments": 2,
+                     "max_records": 2, "max_cancels": 0, "max_faults": 0},
     # Exhausted by BFS in about a minute, every rule fires: the move of an under-replicated partition
     # (follower 2 not yet in the ISR), a record, a cancellation, and one disruption of any kind.
     "ci": {"isr": [1], "max_records": 1, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_disruptions": 1},
@@ -240,6 +245,21 @@ spec.mutation("expand_without_fetch_in_epoch", rule="propose_isr_expansion", cau
                       f"({REPLICATION_DESC} §2.9)")
 spec.mutation("hwm_below_min_isr", rule="advance_hwm",
               removes="the MinISR condition: advance the HWM while ISR < MinISR with ELR on (KIP-966)")
+spec.mutation("hwm_over_learned_isr", rule="advance_hwm",
+              removes=f"the Maximal ISR: advance the HWM over the ISR learned from the controller, ignoring a "
+                      f"proposed addition the controller may already have committed ({REPLICATION_DESC} §2.7, §2.9.2)")
+spec.mutation("leader_min_isr_differs", rule="advance_hwm",
+              removes="one MinISR for leader and controller: the leader's is one lower, so it advances the HWM "
+                      "while the controller's ISR < MinISR (KIP-966)")
+spec.mutation("accept_ineligible_replica", rule="handle_alter_partition",
+              removes=f"the eligibility check: accept into the ISR a replica that is fenced or shutting down "
+                      f"(KIP-841; {REPLICATION_DESC} §2.9.2)")
+spec.mutation("completion_no_epoch_bump", rule="alter_partition_reassignments", caught_at="remove-readd",
+              removes=f"the leader-epoch bump of a completion that keeps the leader: replicas removed by the "
+                      f"reassignment are not fenced by a new leader epoch ({REASSIGNMENT_DESC} §4.2, step 3)")
+spec.mutation("truncate_to_hwm", rule="learn_metadata",
+              removes=f"truncation to the divergence point (KIP-101): a follower in a new leader epoch truncates "
+                      f"to its own HWM, which may lag the leader's, before fetching ({REPLICATION_DESC} §2.10, ch. 3)")
 spec.mutation("keep_unclean_in_elr", rule="restart_after_unclean_shutdown",
               removes="the ELR removal: a broker restarting after an unclean shutdown stays in the ELR (KIP-966)")
 
@@ -348,9 +368,12 @@ def effective_min_isr(cfg, p: Partition) -> int:
 
 
 def commit_partition(cfg, s: State, old: Partition, new: Partition, **changes) -> State:
-    """Apply a partition change; record whether it completed a reassignment below MinISR."""
+    """Apply a partition change; record whether it completed a reassignment below MinISR: one in progress,
+    or one that completed at once (an only-removing AlterPartitionReassignments: the replicas change
+    with no reassignment in progress before or after)."""
     below = s.completed_below_min_isr
-    if ctl.in_progress(old) and not ctl.in_progress(new):
+    completes = ctl.in_progress(old) or mask(old.replicas) != mask(new.replicas)
+    if completes and not ctl.in_progress(new):
         below = below or size(new.isr) < effective_min_isr(cfg, new)
     return s._replace(partition=new, completed_below_min_isr=below, **changes)
 
@@ -458,8 +481,8 @@ def alter_partition_verdict(cfg, s: State, leader: int, req: AlterPartition, liv
         return STALE_REQUEST  # INVALID_UPDATE_VERSION
     if req.isr & ~mask(p.replicas) or not req.isr & bit(leader):
         return STALE_REQUEST  # INVALID_REQUEST: a member is not a replica, or the leader is missing
-    if req.isr & ~live:
-        return INELIGIBLE_REPLICA  # fenced or shutting down
+    if req.isr & ~live and not cfg.mutated.accept_ineligible_replica:
+        return INELIGIBLE_REPLICA  # fenced or shutting down (KIP-841)
     if not cfg.mutated.ignore_added_broker_epoch and any(
             sent and s.brokers[f - 1].epoch != sent for f, sent in enumerate(req.added_epochs, 1)):
         return INELIGIBLE_REPLICA  # broker epoch mismatch: the added replica restarted since the leader saw it
@@ -690,10 +713,10 @@ def learn_metadata(cfg, s, broker):
         return None
     if not b.known_partition_epoch and not b.log and broker not in p.replicas:
         return None  # not a replica and holds nothing: nothing to learn
-    return update_broker(s, broker, broker_after_learning(cfg.brokers, broker, b, p))
+    return update_broker(s, broker, broker_after_learning(cfg.brokers, broker, b, p, cfg.mutated.truncate_to_hwm))
 
 
-def broker_after_learning(n: int, broker: int, b: Broker, p: Partition) -> Broker:
+def broker_after_learning(n: int, broker: int, b: Broker, p: Partition, truncate_to_hwm: bool = False) -> Broker:
     """What `broker` (state `b`) becomes when it learns partition state `p` [kafka-tlaplus v3.5 §2.10]: it
     takes the metadata; a leader waiting for metadata drops its request; a removed replica deletes
     its log; a new leader starts with fresh follower state and its LESO; a leader re-elected in a
@@ -711,6 +734,8 @@ def broker_after_learning(n: int, broker: int, b: Broker, p: Partition) -> Broke
         if p.leader_epoch != b.known_leader_epoch:  # leader -> leader, new epoch (§2.10.3)
             return new._replace(maximal_isr=p.isr, leso=len(b.log), fetched=b.fetched & p.isr)
         return new._replace(maximal_isr=p.isr)  # same epoch (§2.10.2): the committed ISR replaces the maximal one
+    if truncate_to_hwm and p.leader_epoch != b.known_leader_epoch:  # the mutation: pre-KIP-101 truncation
+        new = new._replace(log=new.log[:new.hwm])
     if was_leader:  # leader -> follower (§2.10.4)
         return new._replace(maximal_isr=0, leso=0, follower_leo=zeros, follower_epoch=zeros, fetched=0)
     return new
@@ -801,11 +826,11 @@ def advance_hwm(cfg, s, leader):
     b = acts_as_leader(s, leader)
     if b is None:
         return None
-    under_min = size(b.known_isr) < cfg.min_isr
+    under_min = size(b.known_isr) < cfg.min_isr - cfg.mutated.leader_min_isr_differs
     if cfg.elr and under_min and not cfg.mutated.hwm_below_min_isr:
         return None
     hwm = len(b.log)
-    others = b.maximal_isr & ~bit(leader)
+    others = (b.known_isr if cfg.mutated.hwm_over_learned_isr else b.maximal_isr) & ~bit(leader)
     for f, leo in enumerate(b.follower_leo, 1):
         if others >> f & 1 and leo < hwm:
             hwm = leo

@@ -126,7 +126,9 @@ def seed_complete(p: Partition, final_isr: int, rules: Rules, acceptable: int, c
     leader = seed_pick_leader(p.leader, final_isr & acceptable, choice)
     if leader is None:
         return None
-    return Partition(replicas, final_isr, elr, 0, leader, p.leader_epoch + 1, p.partition_epoch + 1, 0, 0, p.recovering)
+    bump = leader != p.leader or not rules.mutated.completion_no_epoch_bump
+    return Partition(replicas, final_isr, elr, 0, leader, p.leader_epoch + bump, p.partition_epoch + 1, 0, 0,
+                     p.recovering)
 
 
 def seed_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int, choice: int) -> Partition | None:
@@ -321,7 +323,7 @@ def kafka_build(
             recovering = True
 
     # 4. leader-epoch triggers: a leader change, or a replica set that is not a superset
-    bump = leader != p.leader or bool(mask(p.replicas) & ~mask(replicas))
+    bump = leader != p.leader or bool(mask(p.replicas) & ~mask(replicas)) and not rules.mutated.completion_no_epoch_bump
 
     # 5. ISR write: without ELR an empty ISR is not written (the last replica stays)
     if not isr and not rules.elr:

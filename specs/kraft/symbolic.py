@@ -84,7 +84,8 @@ def _completion(s, t, cfg, isr, elr, removing, choice):
                     t["E"] == z3.If(z3.Or(popcount(final, n) >= cfg.min_isr, not cfg.elr), zero,
                                     elr & ~removing & ~final),
                     _pick(s["L"], final & s["live"], choice), t["L"] == choice, t["A"] == 0, t["M"] == 0,
-                    t["le"] == s["le"] + 1, t["pe"] == s["pe"] + 1)
+                    t["le"] == s["le"] + (z3.If(choice != s["L"], 1, 0) if cfg.mutated.completion_no_epoch_bump else 1),
+                    t["pe"] == s["pe"] + 1)
     return z3.And(s["A"] & ~final == 0, min_ok), change
 
 
@@ -209,13 +210,14 @@ def rule_forget_unclean_broker(s, t, cfg):
 
 def _history(rule, completes: bool):
     """Adds the history flag B, as commit_partition keeps it: set when a change completes a
-    reassignment with ISR < MinISR, never cleared. Cancellation is not a completion (and does not
+    reassignment (in progress, or at once) with ISR < MinISR, never cleared. Cancellation is not a completion (and does not
     go through commit_partition), so it and the other rules leave B unchanged."""
     def relation(s, t, cfg):
         rel, params = rule(s, t, cfg)
         if not completes:
             return z3.And(rel, t["B"] == s["B"]), params
-        ends = z3.And((s["A"] | s["M"]) != 0, (t["A"] | t["M"]) == 0)
+        # a reassignment in progress ends, or one completes at once (the replicas change, none in progress)
+        ends = z3.And(z3.Or((s["A"] | s["M"]) != 0, t["R"] != s["R"]), (t["A"] | t["M"]) == 0)
         below = popcount(t["I"], s["n"]) < cfg.min_isr
         return z3.And(rel, t["B"] == z3.Or(s["B"], z3.And(ends, below))), params
     relation.__doc__ = rule.__doc__
