@@ -264,3 +264,17 @@ def test_a_removed_replica_that_returns_is_not_trusted_on_stale_fetch_state():
     assert (v.outcome.property, v.depth) == ("LeaderCandidateCompleteness", 12)
     rules = [a.rule for a in v.actions[1:]]
     assert rules.count("alter_partition_reassignments") == 2 and rules[-1] == "handle_alter_partition"
+
+
+@pytest.mark.parametrize("unclean", [False, True])
+def test_a_reassignment_never_elects_an_unclean_leader(unclean):
+    """Kafka's changePartitionReassignment builds with the ONLINE election whatever the topic's unclean
+    setting: a leaderless partition (ISR and ELR empty, replicas 1 and 2 live) moved to [2,3] stays
+    leaderless; only the controller's unclean-election rule may then elect one."""
+    rules = Rules(2, True, unclean)
+    p = Partition((1, 2), 0, 0, 0, 0, 3, 5, 0, 0, False)
+    q = ctl.kafka_reassign(p, (2, 3), rules, mask((1, 2, 3)))
+    assert q is not None and q.leader == 0 and q.isr == 0 and not q.recovering
+    assert q.replicas == (2, 3, 1) and q.adding == mask((3,)) and q.removing == mask((1,))
+    elected = ctl.kafka_build(q, rules, mask((1, 2, 3)), target_isr=q.isr)  # what the unclean rule builds
+    assert (elected is not None and elected.leader == 2 and elected.recovering) == unclean

@@ -267,9 +267,11 @@ def kafka_build(
     target_removing: int | None = None,
     unclean_shutdown: int = 0,
     recovered: bool = False,
+    election: str | None = None,
 ) -> Partition | None:
-    """`PartitionChangeBuilder.build()`; None when the record would be a no-op."""
-    election = UNCLEAN if rules.unclean else ONLINE
+    """`PartitionChangeBuilder.build()`; None when the record would be a no-op. The election is UNCLEAN
+    when the topic allows it, unless the caller names one (a reassignment: always ONLINE)."""
+    election = election or (UNCLEAN if rules.unclean else ONLINE)
     replicas = p.replicas if target_replicas is None else target_replicas
     adding = p.adding if target_adding is None else target_adding
     removing = p.removing if target_removing is None else target_removing
@@ -346,7 +348,9 @@ def kafka_build(
 
 
 def kafka_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int) -> Partition | None:
-    """`ReplicationControlManager.changePartitionReassignment`: diff against the current (possibly merged) replicas."""
+    """`ReplicationControlManager.changePartitionReassignment`: diff against the current (possibly merged) replicas.
+    Its builder keeps the default ONLINE election whatever the topic's unclean setting: a reassignment never
+    elects an unclean leader (a leaderless partition waits for the controller's unclean-election rule)."""
     current, wanted = mask(p.replicas), mask(target)
     removing, adding = current & ~wanted, wanted & ~current
     merged = tuple(target) + tuple(members(removing))
@@ -355,6 +359,7 @@ def kafka_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int) -
         target_replicas=merged if merged != p.replicas else None,
         target_removing=removing or None,
         target_adding=adding or None,
+        election=ONLINE,
     )
 
 
