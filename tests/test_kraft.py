@@ -224,9 +224,10 @@ def test_known_unsafe_configurations_lose_data(preset, prop):
 
 def test_every_mutation_is_caught_with_the_committed_shortest_trace():
     corpus = ROOT / "counterexamples"
+    from harness.corpus import Case, run_case
+
     for mutation in SPEC.mutations:
-        m = model(SPEC.preset_for(mutation), mutation=mutation)
-        r = bfs.explore(m)
+        m, r = run_case(Case("kraft", SPEC.preset_for(mutation), mutation, ""))  # BFS, or graph for liveness
         assert r.violations, f"mutation {mutation} survived"
         v = r.violations[0]
         committed = [read_trace(p) for p in corpus.glob(f"kraft-{SPEC.preset_for(mutation)}-{mutation}-*.itf.json")]

@@ -260,6 +260,9 @@ spec.mutation("completion_no_epoch_bump", rule="alter_partition_reassignments", 
 spec.mutation("truncate_to_hwm", rule="learn_metadata",
               removes=f"truncation to the divergence point (KIP-101): a follower in a new leader epoch truncates "
                       f"to its own HWM, which may lag the leader's, before fetching ({REPLICATION_DESC} §2.10, ch. 3)")
+spec.mutation("keep_removed_log", rule="learn_metadata", caught_at="tiny", liveness=True,
+              removes=f"deleting the partition on a broker that learns it is no longer a replica "
+                      f"({REPLICATION_DESC} §2.10): a stray replica keeps its log forever")
 spec.mutation("keep_unclean_in_elr", rule="restart_after_unclean_shutdown",
               removes="the ELR removal: a broker restarting after an unclean shutdown stays in the ELR (KIP-966)")
 
@@ -713,10 +716,13 @@ def learn_metadata(cfg, s, broker):
         return None
     if not b.known_partition_epoch and not b.log and broker not in p.replicas:
         return None  # not a replica and holds nothing: nothing to learn
-    return update_broker(s, broker, broker_after_learning(cfg.brokers, broker, b, p, cfg.mutated.truncate_to_hwm))
+    m = cfg.mutated
+    return update_broker(s, broker, broker_after_learning(cfg.brokers, broker, b, p, m.truncate_to_hwm,
+                                                          m.keep_removed_log))
 
 
-def broker_after_learning(n: int, broker: int, b: Broker, p: Partition, truncate_to_hwm: bool = False) -> Broker:
+def broker_after_learning(n: int, broker: int, b: Broker, p: Partition, truncate_to_hwm: bool = False,
+                          keep_removed_log: bool = False) -> Broker:
     """What `broker` (state `b`) becomes when it learns partition state `p` [kafka-tlaplus v3.5 §2.10]: it
     takes the metadata; a leader waiting for metadata drops its request; a removed replica deletes
     its log; a new leader starts with fresh follower state and its LESO; a leader re-elected in a
@@ -725,7 +731,7 @@ def broker_after_learning(n: int, broker: int, b: Broker, p: Partition, truncate
     new = learned(b, p)
     if b.response.status == AWAITING_METADATA:
         new = new._replace(pending=no_request(n), response=NO_RESPONSE)
-    if not new.known_replicas & bit(broker):  # removed: delete the partition
+    if not new.known_replicas & bit(broker) and not keep_removed_log:  # removed: delete the partition
         return forgotten(n, b)
     zeros = (0,) * n
     if p.leader == broker:
@@ -955,6 +961,16 @@ def reassignment_done(cfg, s: State) -> bool:
 spec.eventually("ReassignmentCompletes", goal=reassignment_done,
                 trigger=lambda cfg, s: ctl.in_progress(s.partition),
                 doc="a started reassignment eventually completes (or is cancelled) once faults stop")
+def stray_replicas(cfg, s: State) -> int:
+    """Brokers that are not replicas of the partition but still hold its log."""
+    replicas = mask(s.partition.replicas)
+    return sum(1 << i for i, b in enumerate(s.brokers, 1) if b.log and not replicas >> i & 1)
+
+
+spec.eventually("StrayReplicasDeleted", goal=lambda cfg, s: not stray_replicas(cfg, s),
+                trigger=lambda cfg, s: bool(stray_replicas(cfg, s)),
+                doc="a replica removed by a reassignment (or a cancellation) eventually deletes its log, once "
+                    "faults stop (Kafka deletes it when the broker learns it is no longer a replica)")
 spec.expect_liveness_failure(
     "leaderless", "ReassignmentCompletes",
     "availability, not a bug: the only in-sync replica lost its log and unclean election is off, so no replica "
