@@ -407,6 +407,13 @@ class Spec:
             raise ValueError(f"unknown liveness property {prop!r} or preset {preset!r}")
         self.expected_liveness[(preset, prop)] = why
 
+    def expected_liveness_failures(self, cfg) -> dict[str, str]:
+        """The declared liveness failures (property -> why) that apply to `cfg`: those of its preset, when
+        `cfg` is exactly that preset (other variants, settings or a mutation are another protocol)."""
+        preset = getattr(cfg, "_preset", None)
+        mine = {prop: why for (p, prop), why in self.expected_liveness.items() if p == preset}
+        return mine if mine and cfg == self.config(preset) else {}
+
     def preset_for(self, mutation: str) -> str:
         """The config at which `mutation` must be caught."""
         return self.mutations[mutation].caught_at

@@ -23,8 +23,10 @@ def gate_module():
 
 def test_kraft_declares_the_leaderless_partition_and_the_corpus_keeps_its_lasso():
     kraft = load_spec("kraft")
-    case = next(c for c in cases(kraft) if c.liveness)
-    assert (case.preset, case.liveness) == ("leaderless", "ReassignmentCompletes")
+    declared = {(c.preset, c.liveness) for c in cases(kraft) if c.liveness}
+    assert declared == {("leaderless", "ReassignmentCompletes"), ("leaderless", "CompletesUnlessTargetGone"),
+                        ("gone-target", "ReassignmentCompletes")}
+    case = next(c for c in cases(kraft) if (c.preset, c.liveness) == ("leaderless", "ReassignmentCompletes"))
     model = kraft.bind(kraft.config("leaderless"))
     result, _ = graph.explore(model, properties=["ReassignmentCompletes"], check_safety=False)
     assert case.found(result) and result.violations[0].depth == 7
@@ -38,11 +40,12 @@ def test_the_gate_fails_when_an_expected_liveness_failure_no_longer_reproduces(m
     lead, the reassignment completes, and the declared failure is gone."""
     gate = gate_module()
     kraft = load_spec("kraft")
-    monkeypatch.setattr(gate, "all_cases", lambda names: [c for c in cases(kraft) if c.liveness])  # these only
+    monkeypatch.setattr(gate, "all_cases", lambda names: [c for c in cases(kraft) if c.preset == "leaderless"])
     monkeypatch.setitem(kraft.presets, "leaderless", dict(kraft.presets["leaderless"], isr=[1, 2]))
     failures: list[str] = []
     gate.mutation_adequacy(["kraft"], failures)
-    assert failures == ["kraft/leaderless ReassignmentCompletes: expected violation NOT found"]
+    assert failures == ["kraft/leaderless ReassignmentCompletes: expected violation NOT found",
+                        "kraft/leaderless CompletesUnlessTargetGone: expected violation NOT found"]
 
 
 def test_the_gate_fails_on_a_new_liveness_failure(monkeypatch):
@@ -63,6 +66,16 @@ def test_declaring_an_unknown_property_or_preset_is_refused():
         kraft.expect_liveness_failure("leaderless", "NoSuchProperty", "why")
     with pytest.raises(ValueError):
         kraft.expect_liveness_failure("no-such-preset", "ReassignmentCompletes", "why")
+
+
+def test_a_declaration_applies_to_its_preset_only():
+    """leaderless with ELR off is another protocol: there the reassignment completes, and nothing says
+    the declared failure vanished."""
+    kraft = load_spec("kraft")
+    assert set(kraft.expected_liveness_failures(kraft.config("leaderless"))) == {
+        "ReassignmentCompletes", "CompletesUnlessTargetGone"}
+    assert kraft.expected_liveness_failures(kraft.config("leaderless", variants=["elr=false"])) == {}
+    assert kraft.expected_liveness_failures(kraft.config("tiny")) == {}
 
 
 def test_the_graph_summary_names_an_expected_failure(tmp_path):

@@ -50,11 +50,12 @@ from specs.kraft.controller import NO_LEADER, Partition, Rules, bit, mask, size
 
 # Broker status, as the controller registers it and as the process is [kafka-tlaplus v3.5 §1.2.2]. The codes
 # are ordered: a broker is running iff its status is FENCED or UNFENCED (status >= FENCED).
+#   GONE      stopped for good (a dead machine): never restarts
 #   OFFLINE   shut down cleanly (controlled shutdown): its log is flushed
 #   CRASHED   shut down uncleanly (power loss): the unflushed suffix is lost at restart
 #   FENCED    running and registered, fenced (no heartbeat yet, or missed heartbeats)
 #   UNFENCED  running and unfenced: may lead and join the ISR
-OFFLINE, CRASHED, FENCED, UNFENCED = BROKER_STATUS = Enum("OFFLINE", "CRASHED", "FENCED", "UNFENCED")
+GONE, OFFLINE, CRASHED, FENCED, UNFENCED = BROKER_STATUS = Enum("GONE", "OFFLINE", "CRASHED", "FENCED", "UNFENCED")
 
 # The controller's answer to a leader's AlterPartition request, as the leader holds it
 # [kafka-tlaplus v3.5 §2.9.2]; the errors are those of Kafka's `ReplicationControlManager.alterPartition`.
@@ -99,8 +100,9 @@ class KraftConfig(Config):
     max_faults: int = budget(1, "fencings and clean shutdowns")
     max_unclean_shutdowns: int = budget(0, "unclean shutdowns (power loss)")
     max_shrinks: int = budget(0, "ISR shrinks proposed by the leader")
-    max_disruptions: int = budget(-1, "fencings, clean and unclean shutdowns and ISR shrinks together, in one run "
-                                      "(-1: only the limits above)", least=-1)
+    max_permanent_failures: int = budget(0, "brokers that stop for good (a dead machine; the others' faults still heal)")
+    max_disruptions: int = budget(-1, "fencings, clean and unclean shutdowns, ISR shrinks and permanent failures "
+                                      "together, in one run (-1: only the limits above)", least=-1)
 
     def validate(self) -> str | None:
         for name, group in [("replicas", self.replicas), ("isr", self.isr)] + [("targets", t) for t in self.targets]:
@@ -190,9 +192,13 @@ PRESETS = {
     # the replica returns with an empty log (10,289 states).
     "remove-readd": {"replicas": [1, 2, 3], "isr": [1, 2, 3], "targets": [[1, 2], [1, 2, 3]], "max_reassignments": 2,
                      "max_records": 2, "max_cancels": 0, "max_faults": 0},
+    # A move [1,2] -> [2,3] whose new broker 3 may die for good: the reassignment cannot complete (the
+    # expected ReassignmentCompletes failure), but the partition stays available on 1 and 2.
+    "gone-target": {"max_faults": 0, "max_cancels": 0, "max_permanent_failures": 1},
     # Exhausted by BFS in about a minute, every rule fires: the move of an under-replicated partition
     # (follower 2 not yet in the ISR), a record, a cancellation, and one disruption of any kind.
-    "ci": {"isr": [1], "max_records": 1, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_disruptions": 1},
+    "ci": {"isr": [1], "max_records": 1, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_permanent_failures": 1,
+           "max_disruptions": 1},
     # The mutations' config: the move, two records, a cancellation, one unclean shutdown.
     "small": {"max_faults": 0, "max_unclean_shutdowns": 1, "max_records": 2},
     # Two brokers, the follower outside the ISR, Kafka's default MinISR 1, no reassignment: the smallest
@@ -390,7 +396,7 @@ def may_disrupt(cfg, s: State, budget: str) -> bool:
     if cfg.max_disruptions < 0:
         return True
     used = cfg.max_faults - b.faults + cfg.max_unclean_shutdowns - b.unclean_shutdowns + cfg.max_shrinks - b.shrinks
-    return used < cfg.max_disruptions
+    return used + gone(s).bit_count() < cfg.max_disruptions
 
 
 # ---------------------------------------------------------------------------------- init state
@@ -610,6 +616,38 @@ def unclean_shutdown(cfg, s, broker, new_leader):
     what it had not flushed is lost at restart.
     """
     return shut_down(cfg, s, broker, new_leader, CRASHED, "unclean_shutdowns")
+
+
+def may_disrupt_for_good(cfg, s: State) -> bool:
+    """The joint disruption limit (if the config sets one) leaves room for a permanent failure."""
+    b = s.budget
+    used = cfg.max_faults - b.faults + cfg.max_unclean_shutdowns - b.unclean_shutdowns + cfg.max_shrinks - b.shrinks
+    return cfg.max_disruptions < 0 or used + gone(s).bit_count() < cfg.max_disruptions
+
+
+def gone(s: State) -> int:
+    """The brokers that stopped for good."""
+    return sum(1 << i for i, b in enumerate(s.brokers, 1) if b.status == GONE)
+
+
+@spec.rule(broker=brokers, new_leader=leader_choices, format=PICK,
+           precondition=lambda cfg, s: gone(s).bit_count() < cfg.max_permanent_failures and may_disrupt_for_good(cfg, s),
+           applies=lambda cfg: cfg.max_permanent_failures > 0)
+def fail_permanently(cfg, s, broker, new_leader):
+    """Broker: `broker` stops for good (its machine is lost); the controller fences it when its
+    heartbeats stop [kafka-tlaplus v3.5 §2.8]. No TLA+ counterpart (its faults all heal).
+
+    Enabled for a running broker while fewer than `max_permanent_failures` are gone.
+    Next: it leaves the ISR and leadership as in a fencing, and is GONE: no rule restarts it.
+    """
+    b = s.brokers[broker - 1]
+    if not running(b):
+        return None
+    new = remove_broker(cfg, s, broker, new_leader)
+    if new is None:
+        return None
+    return commit_partition(cfg, s, s.partition, new,
+                            brokers=with_broker(s, broker, fresh_broker(cfg.brokers, GONE, b.epoch, b.log, b.hwm)))
 
 
 def shut_down(cfg, s: State, broker: int, new_leader: int, status: int, budget: str) -> State | None:
@@ -961,10 +999,33 @@ def reassignment_done(cfg, s: State) -> bool:
 spec.eventually("ReassignmentCompletes", goal=reassignment_done,
                 trigger=lambda cfg, s: ctl.in_progress(s.partition),
                 doc="a started reassignment eventually completes (or is cancelled) once faults stop")
+def target_brokers(p: Partition) -> int:
+    """The brokers of the reassignment's target: the replicas that are not being removed."""
+    return mask(p.replicas) & ~p.removing
+
+
+def available(cfg, s: State) -> bool:
+    """The partition has a leader and ISR >= MinISR: producers with acks=all can write."""
+    return bool(s.partition.leader) and size(s.partition.isr) >= cfg.min_isr
+
+
+spec.eventually("CompletesUnlessTargetGone",
+                goal=lambda cfg, s: not ctl.in_progress(s.partition) or bool(target_brokers(s.partition) & gone(s)),
+                trigger=lambda cfg, s: ctl.in_progress(s.partition),
+                doc="a reassignment whose target brokers stay up completes (or is cancelled), once the other "
+                    "faults stop")
+spec.eventually("AvailableDespiteGoneTarget", goal=available,
+                trigger=lambda cfg, s: ctl.in_progress(s.partition) and bool(s.partition.adding & gone(s))
+                and not (mask(s.partition.replicas) & ~s.partition.adding & gone(s)),
+                doc="a reassignment onto a broker that is gone for good keeps (or regains) the partition's "
+                    "availability on the old replicas: a leader and ISR >= MinISR, once the other faults stop")
+
+
 def stray_replicas(cfg, s: State) -> int:
-    """Brokers that are not replicas of the partition but still hold its log."""
+    """Brokers that are not replicas of the partition but still hold its log (a broker gone for good
+    holds nothing anyone can read)."""
     replicas = mask(s.partition.replicas)
-    return sum(1 << i for i, b in enumerate(s.brokers, 1) if b.log and not replicas >> i & 1)
+    return sum(1 << i for i, b in enumerate(s.brokers, 1) if b.log and not replicas >> i & 1 and b.status != GONE)
 
 
 spec.eventually("StrayReplicasDeleted", goal=lambda cfg, s: not stray_replicas(cfg, s),
@@ -972,9 +1033,15 @@ spec.eventually("StrayReplicasDeleted", goal=lambda cfg, s: not stray_replicas(c
                 doc="a replica removed by a reassignment (or a cancellation) eventually deletes its log, once "
                     "faults stop (Kafka deletes it when the broker learns it is no longer a replica)")
 spec.expect_liveness_failure(
+    "gone-target", "ReassignmentCompletes",
+    "Kafka's promise: a reassignment onto a broker that never returns waits for it forever (cancel it); "
+    "CompletesUnlessTargetGone and AvailableDespiteGoneTarget say what it does promise")
+spec.expect_liveness_failure(
     "leaderless", "ReassignmentCompletes",
     "availability, not a bug: the only in-sync replica lost its log and unclean election is off, so no replica "
     "may lead and the reassignment cannot complete (KIP-966 keeps such a partition offline)")
+spec.expect_liveness_failure("leaderless", "CompletesUnlessTargetGone",
+                             "the same lasso: no target broker is gone, but no replica may lead")
 
 
 # ---- speed: measured hot paths (docs/PERFORMANCE.md, "BFS throughput (kraft ci)", sessions 13-15) ----
