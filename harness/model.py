@@ -361,6 +361,20 @@ class Property:
     doc: str
 
 
+def _known(names, spec: str, width: int = 160) -> str:
+    """Names for a one-line error, cut to `width` characters with a pointer to the full list."""
+    names = list(names)
+    text = ", ".join(names) or "none"
+    if len(text) <= width:
+        return text
+    shown = []
+    for n in names:
+        if len(", ".join(shown + [n])) > width:
+            break
+        shown.append(n)
+    return f"{', '.join(shown)}, ... {len(names) - len(shown)} more: `python -m harness describe {spec}`"
+
+
 @dataclass
 class Spec:
     """A protocol: config, state schema, rules, invariants, presets, mutations."""
@@ -511,19 +525,19 @@ class Spec:
         """Resolve a preset plus `key=value` overrides into a config; raise BadInput when wrong."""
         preset = preset or self.default_preset
         if preset not in self.presets:
-            raise BadInput(f"unknown config {_show(preset)} for spec {self.name!r} (known: {', '.join(self.presets)})")
+            raise BadInput(f"unknown config {_show(preset)} for spec {self.name!r} (known: {_known(self.presets, self.name)})")
         values = dict(self.presets[preset])
         fields = self.config_fields
         for text in settings:
             key, raw = parse_setting(text)
             if key not in fields or key == "mutation":
                 raise BadInput(f"unknown config key {_show(key)} for spec {self.name!r} "
-                               f"(known: {', '.join(k for k in fields if k != 'mutation')})")
+                               f"(known: {_known([k for k in fields if k != 'mutation'], self.name)})")
             values[key] = _parse_text(key, raw, self._annotation(key), fields[key])
         for text in variants:
             key, raw = parse_setting(text) if "=" in text else self._variant_by_value(text)
             if key not in self.variants:
-                raise BadInput(f"unknown variant {_show(key)} for spec {self.name!r} (known: {', '.join(self.variants) or 'none'})")
+                raise BadInput(f"unknown variant {_show(key)} for spec {self.name!r} (known: {_known(self.variants, self.name)})")
             values[key] = _parse_text(key, raw, self._annotation(key)) if isinstance(raw, str) else raw
         if mutation is not None:
             values["mutation"] = mutation
@@ -552,7 +566,7 @@ class Spec:
                 raise BadInput(f"variant {key!r} must be one of {', '.join(map(str, choices))}, not {_show(checked[key])}")
         mutation = checked.get("mutation", NO_MUTATION)
         if mutation != NO_MUTATION and mutation not in self.mutations:
-            raise BadInput(f"unknown mutation {_show(mutation)} for spec {self.name!r} (known: {', '.join(self.mutations) or 'none'})")
+            raise BadInput(f"unknown mutation {_show(mutation)} for spec {self.name!r} (known: {_known(self.mutations, self.name)})")
         cfg = self.config_class(**checked)
         problem = getattr(cfg, "validate", lambda: None)()
         if problem:
