@@ -12,8 +12,8 @@ replicas that break it.
 """
 
 from harness.model import Violated
-from specs.kraft import FENCED, State, as_list, as_set, spec
-from specs.kraft.controller import mask
+from specs.kraft import FENCED, State, as_list, as_set, gone, spec
+from specs.kraft.controller import mask, size
 
 
 def has_prefix(log: tuple, prefix: tuple) -> bool:
@@ -199,6 +199,23 @@ def completion_respects_min_isr(cfg, s: State):
     p = s.partition
     return Violated(f"a reassignment completed with the ISR below MinISR (min.insync.replicas {cfg.min_isr}); "
                     f"now replicas {as_list(p.replicas)}, ISR {as_set(p.isr)}")
+
+
+@spec.invariant(name="MinIsrRecoveryQuorum", reads=("partition", "brokers", "budget"))
+def min_isr_recovery_quorum(cfg, s: State):
+    """KIP-966 with ELR on: the ISR and the ELR together keep at least min(MinISR, |replicas|) replicas
+    (each holding the committed log: LeaderCandidateCompleteness), from a partition that started with
+    ISR >= MinISR, until some replica loses its log (an unclean shutdown) or its broker for good; with
+    unclean leader election off (an unclean election trades this guarantee for availability)."""
+    if not cfg.elr or cfg.unclean or len(cfg.isr) < cfg.min_isr or \
+            s.budget.unclean_shutdowns != cfg.max_unclean_shutdowns:
+        return True
+    p = s.partition
+    need = min(cfg.min_isr, len(p.replicas))
+    if size(p.isr | p.elr) >= need or gone(s):
+        return True
+    return Violated(f"ISR {as_set(p.isr)} and ELR {as_set(p.elr)} together hold fewer than min(MinISR, "
+                    f"|replicas|) = {need} replicas, with no replica's log lost")
 
 
 @spec.invariant(name="EpochsMonotonic")

@@ -192,6 +192,8 @@ PRESETS = {
     # the replica returns with an empty log (10,289 states).
     "remove-readd": {"replicas": [1, 2, 3], "isr": [1, 2, 3], "targets": [[1, 2], [1, 2, 3]], "max_reassignments": 2,
                      "max_records": 2, "max_cancels": 0, "max_faults": 0},
+    # The move with one fencing or clean shutdown and nothing else: the smallest config where ELR matters.
+    "tiny-fence": {"max_faults": 1, "max_records": 0, "max_cancels": 0},
     # A move [1,2] -> [2,3] whose new broker 3 may die for good: the reassignment cannot complete (the
     # expected ReassignmentCompletes failure), but the partition stays available on 1 and 2.
     "gone-target": {"max_faults": 0, "max_cancels": 0, "max_permanent_failures": 1},
@@ -269,6 +271,8 @@ spec.mutation("truncate_to_hwm", rule="learn_metadata",
 spec.mutation("keep_removed_log", rule="learn_metadata", caught_at="tiny", liveness=True,
               removes=f"deleting the partition on a broker that learns it is no longer a replica "
                       f"({REPLICATION_DESC} §2.10): a stray replica keeps its log forever")
+spec.mutation("elr_not_populated", rule="fence", caught_at="tiny-fence",
+              removes="KIP-966's ELR: replicas leaving an ISR below MinISR become eligible leader replicas")
 spec.mutation("keep_unclean_in_elr", rule="restart_after_unclean_shutdown",
               removes="the ELR removal: a broker restarting after an unclean shutdown stays in the ELR (KIP-966)")
 

@@ -88,7 +88,8 @@ def seed_isr_change(p: Partition, new_isr: int, rules: Rules, unclean_shutdown: 
         return (new_isr or p.isr), 0
     if size(new_isr) >= rules.min_isr:
         return new_isr, 0
-    return new_isr, (p.elr | p.isr) & ~new_isr & ~unclean_shutdown
+    leaving = 0 if rules.mutated.elr_not_populated else p.isr
+    return new_isr, (p.elr | leaving) & ~new_isr & ~unclean_shutdown
 
 
 def seed_pick_leader(current: int, candidates: int, choice: int) -> int | None:
