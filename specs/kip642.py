@@ -27,6 +27,10 @@ Abstractions (docs/ARCHITECTURE.md, "The kip642 model"):
 * `fetched` (a leader's view of fetch offsets) is cleared when a server stops leading: it is read
   only while leading, and keeping stale offsets multiplied the state space (tiny: 101,169 -> 11,411).
 * Offsets count from 0, as in Kafka: a server's HWM is the offset of its first uncommitted entry.
+* Who votes is the variant `votes`: KIP-853's relaxed Vote handling (default), or KIP-642's own rule,
+  under which ReassignmentCompletes fails (`literal-votes`, docs/ARCHITECTURE.md).
+* A server that restarts without its log is no longer the voter it was (KIP-853's new directory id):
+  it neither stands nor votes, and its fetches do not count toward a commit.
 """
 
 from __future__ import annotations
