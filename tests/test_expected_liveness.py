@@ -49,9 +49,12 @@ def test_the_gate_fails_when_an_expected_liveness_failure_no_longer_reproduces(m
 
 
 def test_the_gate_fails_on_a_new_liveness_failure(monkeypatch):
-    """kip642's failure at tiny, undeclared, is a new failure; declared, it is expected."""
+    """kip642's failure under KIP-642's own vote rule, put at tiny, undeclared, is a new failure;
+    declared, it is expected."""
     gate = gate_module()
     kip642 = load_spec("kip642")
+    monkeypatch.setitem(kip642.presets, "tiny", kip642.presets["literal-votes"])
+    monkeypatch.setattr(kip642, "expected_liveness", {("tiny", "ReassignmentCompletes"): "KIP-642's vote rule"})
     failures: list[str] = []
     gate.liveness_at_tiny(["kip642"], failures)
     assert failures == []
