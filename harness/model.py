@@ -385,6 +385,10 @@ class Spec:
     liveness: dict[str, Property] = field(default_factory=dict)
     init_fn: Callable | None = None
     quiescent_fn: Callable | None = None
+    # The state VIEW, as in TLC: `view(state) -> tuple`, the projection that tells states apart. Searches
+    # dedupe (fingerprint, exact key, graph node) on it and keep the first state found with each view;
+    # traces still hold full states. None: the whole state.
+    view: Callable | None = None
 
     def __post_init__(self) -> None:
         self.schema: ItfType = type_of_annotation(self.state_class)
@@ -652,6 +656,10 @@ class Model:
         self._formats = {r.name: r.formats for r in self.rules if r.formats}
         self.check_deadlock = spec.deadlock
         self._fast_decode = None
+        self.view = spec.view
+        if self.view is not None:
+            view = self.view
+            self.fingerprint = lambda s: hash(view(s))  # shadows the class's builtin `hash`
 
     # -- the transition system --------------------------------------------------------------------
     def init_states(self) -> list[tuple]:
@@ -728,7 +736,11 @@ class Model:
         return bool(q and q(self.config, state))
 
     # -- encodings --------------------------------------------------------------------------------
-    fingerprint = staticmethod(hash)  # see fingerprint() above
+    fingerprint = staticmethod(hash)  # see fingerprint() above; of the view, if the spec has one
+
+    def identity(self, state: tuple) -> tuple:
+        """What tells `state` apart from others: its view, or the whole state (exact searches, graph nodes)."""
+        return state if self.view is None else self.view(state)
 
     def encode(self, state: tuple) -> bytes:
         """Canonical bytes of a state: MessagePack of the nested tuples (data only; 4x faster than

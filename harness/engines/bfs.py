@@ -36,7 +36,9 @@ def peak_rss_bytes() -> int:
 
 def reconstruct(model: Model, chain: list, key: Callable) -> Violation:
     """Turn a chain of keys (init first) into states and actions by re-executing the model."""
-    init = {key(s): s for s in model.init_states()}
+    init: dict = {}
+    for s in model.init_states():
+        init.setdefault(key(s), s)  # the first initial state with its key, as the search kept it
     state = init[chain[0]]
     states, actions = [state], [None]
     for nxt in chain[1:]:
@@ -75,7 +77,8 @@ def explore(
     """`check_reads` (a debugging aid for spec authors) evaluates every invariant on every state, and
     fails (BadInput) where one declared with `reads=` changes value although the fields it declares
     did not: its `reads=` is incomplete, and the normal search would have skipped a violation."""
-    key = (lambda s: s) if exact else model.fingerprint  # the builtin hash: no Python frame per state
+    # The builtin hash (no Python frame per state), or the hash of the spec's view; exact: the state or its view.
+    key = ((lambda s: s) if model.view is None else model.view) if exact else model.fingerprint
     cfg = model.config
     invariants = list(model.spec.invariants.items())
     always, by_reads = model.invariants_always, model.invariants_by_reads

@@ -62,9 +62,11 @@ def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True)
     violations: list[Violation] = []
     seen_props: set[str] = set()
     queue: deque[int] = deque()
+    identify = (lambda s: s) if model.view is None else model.view  # a node per view: the first state found with it
 
     def add(state: tuple, parent: tuple[int, int] | None, depth: int) -> int:
-        node = g.index.get(state)
+        ident = identify(state)
+        node = g.index.get(ident)
         if node is not None:
             return node
         node = len(g.states)
@@ -72,7 +74,7 @@ def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True)
             raise BadInput(f"the state graph exceeds {max_states:,} states; use a smaller config or raise --max-states "
                            f"(the graph engine keeps every state and edge in memory)")
         g.states.append(state)
-        g.index[state] = node
+        g.index[ident] = node
         g.graph.add_node(node)
         g.parent[node] = parent
         g.depth[node] = depth
@@ -231,6 +233,11 @@ def check_liveness(g: StateGraph, name: str) -> Violation | None:
     for node, action in _cycle(g, fair_components[in_fair[entry]], entry, fair):
         states.append(g.states[node])
         actions.append(model.actions[action])
+    if model.view is not None:
+        # A node holds the first state found with its view; re-execute the actions so the trace holds
+        # the states they really lead to (equal to the nodes' on the view).
+        for i in range(1, len(states)):
+            states[i] = model.apply(states[i - 1], actions[i])
     return Violation(Outcome("liveness", name), states, actions, loop=loop)
 
 

@@ -115,6 +115,7 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
     cfg = model.config
     invariants = list(model.spec.invariants.items())
     generated = 0
+    fingerprint = model.fingerprint  # of the spec's view, if it has one
     for i, fp, a in zip(new_idx.tolist(), new_fps.tolist(), new_actions.tolist()):
         state = model.decode_trusted(blobs[i])
         if a >= 0:
@@ -129,7 +130,7 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
         generated += len(successors)
         for index, t in successors:
             gen_by_action[index] += 1
-            tf = hash(t)
+            tf = fingerprint(t)
             known = children.get(tf)
             if known is None:
                 children[tf] = [fp, index, model.encode(t)]
@@ -286,7 +287,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         init = model.init_states()
         blocks: dict[int, list] = {}
         for s in init:
-            fp = hash(s)
+            fp = model.fingerprint(s)
             blocks.setdefault(owner(fp, shards), []).append(([fp], [0], [INIT_ACTION], [model.encode(s)]))
         for p in range(shards):
             write_frontier(job, 0, p, blocks.get(p, []))
