@@ -298,19 +298,23 @@ def put(t: tuple, b: int, v) -> tuple:
     return t[:b - 1] + (v,) + t[b:]
 
 
+def _network(parts: tuple) -> Network:
+    return tuple.__new__(Network, parts)
+
+
 def send(net: Network, kind: int, m) -> Network:
     """The network with message `m` added (a set: a message already present stays once)."""
     msgs = net[kind]
     i = bisect.bisect_left(msgs, m)
     if i < len(msgs) and msgs[i] == m:
         return net
-    return net[:kind] + (msgs[:i] + (m,) + msgs[i:],) + net[kind + 1:]
+    return _network(net[:kind] + (msgs[:i] + (m,) + msgs[i:],) + net[kind + 1:])
 
 
 def remove(net: Network, kind: int, m) -> Network:
     msgs = net[kind]
     i = msgs.index(m)
-    return net[:kind] + (msgs[:i] + msgs[i + 1:],) + net[kind + 1:]
+    return _network(net[:kind] + (msgs[:i] + msgs[i + 1:],) + net[kind + 1:])
 
 
 def discard(s: State, kind: int, m) -> dict:
