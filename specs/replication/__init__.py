@@ -368,16 +368,17 @@ def commit_offset(s: State, b: int, maximal_isr: int, leo: int, replica_state: t
 
 def acks_for(s: State, b: int, log: tuple, lower: int, higher: int) -> int:
     """The TLA+ SendAcksFor's value set: unacknowledged values written at offsets lower..higher of
-    `log`, at or above the replica's floor leader offset."""
+    `log`, at or above the replica's floor leader offset. Evaluated as TLC does, value by value and
+    offset by offset up to the first match, so an offset beyond the log is an error only if reached."""
     floor = s.aux_flo[b - 1]
-    pending = s.inv_sent & ~s.inv_pos_acked & ~s.inv_neg_acked
     out = 0
-    for offset in range(max(lower, floor), higher + 1):
-        if offset > len(log):
-            raise RuntimeError(f"broker {b}: acknowledging offset {offset} beyond its log (the TLA+ spec fails here)")
-        v = log[offset - 1].value
-        if pending >> v & 1:
-            out |= bit(v)
+    for v in members(s.inv_sent & ~s.inv_pos_acked & ~s.inv_neg_acked):
+        for offset in range(lower, higher + 1):
+            if offset > len(log):
+                raise RuntimeError(f"broker {b}: acknowledging offset {offset} beyond its log (TLC fails here)")
+            if log[offset - 1].value == v and offset >= floor:
+                out |= bit(v)
+                break
     return out
 
 
@@ -389,7 +390,7 @@ def hwm_history(s: State, b: int, log: tuple, old_hwm: int, new_hwm: int, positi
         changes = {"inv_neg_acked": s.inv_neg_acked | acks_for(s, b, log, old_hwm, s.partition_data[b - 1].leo - 1)}
     if new_hwm > s.inv_true_hwm:
         if new_hwm - 1 > len(log):
-            raise RuntimeError(f"broker {b}: consuming beyond its log (the TLA+ spec fails here)")
+            raise RuntimeError(f"broker {b}: consuming beyond its log (TLC fails here)")
         changes["inv_true_hwm"] = new_hwm
         changes["inv_consumed"] = s.inv_consumed + log[s.inv_true_hwm - 1:new_hwm - 1]
     return changes
@@ -434,7 +435,7 @@ def last_offset_for_epoch(s: State, b: int, req_epoch: int, is_leader: bool) -> 
             break
     if higher is None:
         if not (is_leader and leader_epoch > req_epoch):
-            raise RuntimeError(f"broker {b}: no end offset for epoch {req_epoch} (the TLA+ spec fails here)")
+            raise RuntimeError(f"broker {b}: no end offset for epoch {req_epoch} (TLC fails here)")
         higher = data.leo
     floor = [e for e in epochs if e <= req_epoch]
     return (max(floor) if floor else req_epoch), higher
@@ -973,7 +974,7 @@ def truncate_to_safe_point(s: State, b: int, epoch: int, end: int) -> PartitionD
     data = s.partition_data[b - 1]
     if cut > 1:
         if cut - 1 > len(data.log):
-            raise RuntimeError(f"broker {b}: truncating to offset {cut} beyond its log (the TLA+ spec fails here)")
+            raise RuntimeError(f"broker {b}: truncating to offset {cut} beyond its log (TLC fails here)")
         return PartitionData(data.log[:cut - 1], data.hwm, cut)
     return PartitionData((), data.hwm, 1)
 
