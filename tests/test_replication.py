@@ -41,6 +41,17 @@ def test_parity_with_tlc(preset):
     assert result.stats["depth"] + 1 == tlc_depth
 
 
+@pytest.mark.parametrize("preset", sorted(TLC))
+def test_the_counts_do_not_depend_on_the_successor_order(preset):
+    """Under the view a search keeps the first state found per view; taking each state's successors
+    last to first keeps other representatives, yet reaches the same views."""
+    m = model(preset)
+    forward = m.successors
+    m.successors = lambda s: forward(s)[::-1]
+    result = bfs.explore(m)
+    assert (result.stats["distinct"], result.stats["depth"] + 1) == TLC[preset]
+
+
 def test_exact_search_dedupes_on_the_view_too():
     assert bfs.explore(model("p1"), exact=True).stats["distinct"] == TLC["p1"][0]
 

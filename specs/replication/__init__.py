@@ -68,7 +68,7 @@ class ReplicationConfig(Config):
     reassignment_limit: int = budget(0, "ReassignmentLimit: partition reassignments")
     avoid_last_replica_standing: bool = param(True, "AvoidLastReplicaStanding: no unclean shutdown of the last "
                                                     "ISR member")
-    metadata_log_bound: int = param(12, "most records the metadata log may hold (a bound of the action table: "
+    metadata_log_bound: int = param(8, "most records the metadata log may hold (a bound of the action table: "
                                         "exceeding it stops the search with an error)", lo=1, hi=64)
     message_bound: int = param(6, "most messages of one type in flight (a bound of the action table: "
                                   "exceeding it stops the search with an error)", lo=1, hi=32)
@@ -328,13 +328,18 @@ def reply(s: State, kind: int, m, reply_kind: int, r) -> dict:
             "messages_discard": send(s.messages_discard, kind, m)}
 
 
-def message(cfg, s: State, kind: int, i: int):
-    """The i-th message of a type (None beyond the last); a bag beyond the action table's bound is an error."""
-    msgs = s.messages[kind]
-    if len(msgs) > cfg.message_bound:
-        raise RuntimeError(f"{len(msgs)} messages of one type are in flight: raise message_bound "
-                           f"(now {cfg.message_bound})")
-    return msgs[i] if i < len(msgs) else None
+def in_flight(kind: int):
+    """A rule precondition: some message of this type is in flight. A bag beyond the action table's
+    bound (`message_bound` slots per type) is an error, not a silent loss of transitions."""
+
+    def precondition(cfg, s: State) -> bool:
+        msgs = s.messages[kind]
+        if len(msgs) > cfg.message_bound:
+            raise RuntimeError(f"{len(msgs)} messages of one type are in flight: raise message_bound "
+                               f"(now {cfg.message_bound})")
+        return bool(msgs)
+
+    return precondition
 
 
 def last_epoch(log: tuple) -> int:
@@ -656,7 +661,7 @@ PRESETS = {
     "p1": dict(P1),
     "p3": {"broker_count": 3, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 2,
            "reassignment_limit": 1},
-    "fence": {**P1, "fence_broker_limit": 1},
+    "fence": {**P1, "fence_broker_limit": 1, "metadata_log_bound": 5},
     "tiny": {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 1},
     "ci": dict(P1),
     "nightly": {**P1, "fence_broker_limit": 1, "unclean_shutdown_limit": 1},
@@ -713,12 +718,16 @@ def BrokerStart(cfg, s: State, b):
         aux_ctrs=s.aux_ctrs._replace(incarn_ctr=incarnation + 1))
 
 
-@spec.rule(b=brokers, m=message_slots, fair=True, applies=restarts)
+@spec.rule(b=brokers, m=message_slots, fair=True, applies=restarts,
+           precondition=in_flight(REG_RESP))
 def ReceiveBrokerRegResponse(cfg, s: State, b, m):
     """Broker b: its registration is accepted; it runs with the broker epoch the controller gave it,
     caught up with the metadata log up to (not including) the record of its registration's time."""
-    msg = message(cfg, s, REG_RESP, m)
-    if msg is None or msg.dest != b:
+    msgs = s.messages[REG_RESP]
+    if m >= len(msgs):
+        return None
+    msg = msgs[m]
+    if msg.dest != b:
         return None
     bs = s.broker_state[b - 1]
     if bs.status != STARTING or bs.registered:
@@ -741,11 +750,10 @@ def ReceiveMetadataUpdate(cfg, s: State, b, offset):
     """Replica at broker b: it learns the metadata log up to `offset`, whose PartitionChange record
     concerns it, and acts on it: it stays leader, becomes leader or follower in a new leader epoch,
     stays follower, waits for a leader, or deletes its replica (kafka-tlaplus, v3.5, ch. 2)."""
-    bs = s.broker_state[b - 1]
-    if bs.status in (OFFLINE_CLEAN, OFFLINE_DIRTY) or not bs.registered:
+    if offset > len(s.con_metadata_log) or offset <= len(s.broker_metadata_log[b - 1]):
         return None
-    known = len(s.broker_metadata_log[b - 1])
-    if not known < offset <= len(s.con_metadata_log) or not partition_needs_action(s, b, offset):
+    bs = s.broker_state[b - 1]
+    if bs.status in (OFFLINE_CLEAN, OFFLINE_DIRTY) or not bs.registered or not partition_needs_action(s, b, offset):
         return None
     record = s.con_metadata_log[offset - 1]
     changes = {"broker_metadata_log": put(s.broker_metadata_log, b, s.con_metadata_log[:offset])}
@@ -852,7 +860,8 @@ def proposed_isr(cfg, s: State, b: int, curr_isr: int, timed_out: int) -> int:
 
 
 def shrinks_allowed(cfg):
-    return broker_sets(cfg)
+    """The followers a leader may treat as timed out: none once no shrink is allowed at all."""
+    return broker_sets(cfg) if cfg.leader_shrink_isr_limit else (0,)
 
 
 @spec.rule(b=brokers, timed_out=shrinks_allowed, fair=True)
@@ -893,12 +902,15 @@ def SendAlterPartitionRequest(cfg, s: State, b, timed_out):
         **changes)
 
 
-@spec.rule(b=brokers, m=message_slots, fair=True)
+@spec.rule(b=brokers, m=message_slots, fair=True, precondition=in_flight(AP_RESP))
 def ReceiveAlterPartitionResponse(cfg, s: State, b, m):
     """Partition leader at broker b: the controller's answer to its pending AlterPartition request;
     it adopts the new partition state, or rolls its Maximal ISR back to the ISR."""
-    msg = message(cfg, s, AP_RESP, m)
-    if msg is None or msg.dest != b:
+    msgs = s.messages[AP_RESP]
+    if m >= len(msgs):
+        return None
+    msg = msgs[m]
+    if msg.dest != b:
         return None
     if s.broker_state[b - 1].status != RUNNING or s.partition_status[b - 1] != LEADER or not pending_ap_response(s, b):
         return None
@@ -937,13 +949,16 @@ def SendFetchRequest(cfg, s: State, b, to):
                       broker_fetchers=put(s.broker_fetchers, b, row))
 
 
-@spec.rule(b=brokers, m=message_slots, fair=True)
+@spec.rule(b=brokers, m=message_slots, fair=True, precondition=in_flight(FETCH_REQ))
 def ReceiveFetchRequest(cfg, s: State, b, m):
     """Broker b: it answers a fetch: an error if it does not lead in the fetcher's leader epoch, the
     diverging epoch if the fetcher's log diverges from its own, else the next record, recording the
     follower's LEO and moving the HWM (kafka-tlaplus, v3.5, ch. 2 §2.2, ch. 3)."""
-    msg = message(cfg, s, FETCH_REQ, m)
-    if msg is None or msg.dest != b or s.broker_state[b - 1].status != RUNNING:
+    msgs = s.messages[FETCH_REQ]
+    if m >= len(msgs):
+        return None
+    msg = msgs[m]
+    if msg.dest != b or s.broker_state[b - 1].status != RUNNING:
         return None
     md = s.partition_metadata[b - 1]
     data = s.partition_data[b - 1]
@@ -979,13 +994,16 @@ def truncate_to_safe_point(s: State, b: int, epoch: int, end: int) -> PartitionD
     return PartitionData((), data.hwm, 1)
 
 
-@spec.rule(b=brokers, m=message_slots, fair=True)
+@spec.rule(b=brokers, m=message_slots, fair=True, precondition=in_flight(FETCH_RESP))
 def ReceiveFetchResponse(cfg, s: State, b, m):
     """Follower at broker b: a fetch response. Ignored if its fetcher no longer fetches the partition
     from that broker, at that offset or in that leader epoch; an error delays the fetcher; a diverging
     epoch truncates the log; records are appended and the HWM taken within the log's bounds."""
-    msg = message(cfg, s, FETCH_RESP, m)
-    if msg is None or msg.dest != b or s.broker_state[b - 1].status != RUNNING:
+    msgs = s.messages[FETCH_RESP]
+    if m >= len(msgs):
+        return None
+    msg = msgs[m]
+    if msg.dest != b or s.broker_state[b - 1].status != RUNNING:
         return None
     f = s.broker_fetchers[b - 1][msg.source - 1]
     if not f.pending_response:
@@ -1063,7 +1081,8 @@ def shutdown(cfg, s: State, b: int, leader: int, status: int) -> dict | None:
     return changes
 
 
-@spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.unclean_shutdown_limit > 0)
+@spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.unclean_shutdown_limit > 0,
+           precondition=lambda cfg, s: s.aux_ctrs.unclean_shutdown_ctr < cfg.unclean_shutdown_limit)
 def UncleanShutdown(cfg, s: State, b, leader):
     """Broker b: it stops and loses its whole log; the controller fences it (and elects `leader` if it
     must choose one). With AvoidLastReplicaStanding the last ISR member does not stop this way."""
@@ -1083,7 +1102,8 @@ def UncleanShutdown(cfg, s: State, b, leader):
     return s._replace(**changes)
 
 
-@spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.clean_shutdown_limit > 0)
+@spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.clean_shutdown_limit > 0,
+           precondition=lambda cfg, s: s.aux_ctrs.clean_shutdown_ctr < cfg.clean_shutdown_limit)
 def CleanShutdown(cfg, s: State, b, leader):
     """Broker b: it stops and keeps its log; the controller fences it (and elects `leader` if it must
     choose one)."""
@@ -1101,13 +1121,17 @@ def CleanShutdown(cfg, s: State, b, leader):
 # ---- controller ------------------------------------------------------------------------------
 
 
-@spec.rule(b=brokers, m=message_slots, leader=leader_choices, fair=True, applies=restarts)
+@spec.rule(b=brokers, m=message_slots, leader=leader_choices, fair=True, applies=restarts,
+           precondition=in_flight(REG_REQ))
 def ReceiveBrokerRegRequest(cfg, s: State, b, m, leader):
     """Controller: it registers broker b if it is fenced or the incarnation is the registered one,
     with the next broker epoch, unfences it (electing `leader` if the partition has none) and answers
     with that epoch and its metadata log's length (kafka-tlaplus, v3.5, ch. 8)."""
-    msg = message(cfg, s, REG_REQ, m)
-    if msg is None or msg.broker_id != b:
+    msgs = s.messages[REG_REQ]
+    if m >= len(msgs):
+        return None
+    msg = msgs[m]
+    if msg.broker_id != b:
         return None
     reg = s.con_broker_reg[b - 1]
     if reg.status != FENCED and reg.incarnation_id != msg.incarnation_id:
@@ -1121,14 +1145,18 @@ def ReceiveBrokerRegRequest(cfg, s: State, b, m, leader):
                       aux_broker_epoch=epoch, **reply(s, REG_REQ, msg, REG_RESP, response), **changes)
 
 
-@spec.rule(b=brokers, m=message_slots, leader=leader_choices, fair=True)
+@spec.rule(b=brokers, m=message_slots, leader=leader_choices, fair=True,
+           precondition=in_flight(AP_REQ))
 def ReceiveAlterPartitionRequest(cfg, s: State, b, m, leader):
     """Controller: an AlterPartition request from broker b. Accepted (from the leader, in its broker and
     partition epochs, with every proposed member unfenced in the epoch given) it becomes the new ISR,
     completing a reassignment whose adding replicas all joined; `leader` is the new leader if the old
     one is removed. Either way the controller answers (kafka-tlaplus, v3.5, ch. 2 §2.4, ch. 4)."""
-    msg = message(cfg, s, AP_REQ, m)
-    if msg is None or msg.source != b:
+    msgs = s.messages[AP_REQ]
+    if m >= len(msgs):
+        return None
+    msg = msgs[m]
+    if msg.source != b:
         return None
     error = validate_alter_partition(cfg, s, b, msg)
     if error != NO_ERROR:
@@ -1152,7 +1180,8 @@ def ReceiveAlterPartitionRequest(cfg, s: State, b, m, leader):
     return s._replace(**reply(s, AP_REQ, msg, AP_RESP, response), **apply_partition_change(cfg, s, new))
 
 
-@spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.fence_broker_limit > 0)
+@spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.fence_broker_limit > 0,
+           precondition=lambda cfg, s: s.aux_ctrs.fence_broker_ctr < cfg.fence_broker_limit)
 def FenceBroker(cfg, s: State, b, leader):
     """Controller: it fences unfenced broker b (missed heartbeats, at any time here), removing it from the
     ISR (never below one member) and the leadership (electing `leader` if it must choose one)."""
@@ -1180,6 +1209,8 @@ def UnfenceBroker(cfg, s: State, b, leader):
 
 @spec.rule(adding=broker_sets, removing=broker_sets, leader=leader_choices,
            applies=lambda cfg: cfg.reassignment_limit > 0,
+           precondition=lambda cfg, s: (s.aux_ctrs.reassignment_ctr < cfg.reassignment_limit
+                                        and not reassignment_in_progress(s.con_partition_metadata)),
            format={"adding": lambda cfg, v: as_set(v), "removing": lambda cfg, v: as_set(v)})
 def PerformPartitionReassignment(cfg, s: State, adding, removing, leader):
     """Controller (an administrator's AlterPartitionReassignments): add `adding` and remove `removing`
@@ -1220,7 +1251,7 @@ spec.mutation("fetcher_kept_on_new_epoch", rule="ReceiveMetadataUpdate", caught_
 spec.mutation("leader_keeps_stale_follower_state", rule="ReceiveMetadataUpdate", caught_at="fence",
               removes=f"a re-elected leader keeps what it knew of followers outside the ISR "
                       f"({KAFKA_TLAPLUS}, BecomeLeaderInNewEpoch: ResetFollowerStateOfAllButISR)")
-spec.mutation("isr_join_below_hwm", rule="SendAlterPartitionRequest", caught_at="fence",
+spec.mutation("isr_join_below_hwm", rule="SendAlterPartitionRequest", caught_at="p1",
               removes=f"a follower below the HWM may join the ISR ({KAFKA_TLAPLUS}, FollowerIsCaughtUp: the HWM "
                       "condition)")
 spec.mutation("isr_join_below_leso", rule="SendAlterPartitionRequest", caught_at="fence",
