@@ -4,7 +4,7 @@ docstring is what it states; each returns True at once when it holds and builds 
 only when it fails.
 """
 
-from harness.bitset import as_set, members
+from harness.bitset import as_set, members, size
 from harness.model import Violated
 from specs.replication import (FENCED, FOLLOWER, LEADER, NO_LEADER, NO_ROLE, RUNNING, STARTING, UNFENCED,
                                VALUE_NAMES, State, partition_needs_action, pending_ap_response, spec)
@@ -42,11 +42,11 @@ def leader_completeness(cfg, s: State):
 @spec.invariant(name="LeaderCandidateCompletenessProperty",
                 reads=("con_partition_metadata", "broker_state", "partition_data", "inv_true_hwm"))
 def leader_candidate_completeness(cfg, s: State):
-    """Once something is committed, every running member of the controller's ISR holds every
-    committed offset."""
+    """Once something is committed, every running member of the controller's ISR (kip966: and ELR)
+    holds every committed offset."""
     if s.inv_true_hwm <= 1:
         return True
-    for b in members(s.con_partition_metadata.isr):
+    for b in members(s.con_partition_metadata.isr | s.con_partition_metadata.elr):
         if s.partition_data[b - 1].leo < s.inv_true_hwm and s.broker_state[b - 1].status == RUNNING:
             return Violated(f"ISR member {b} has LEO {s.partition_data[b - 1].leo} below the true HWM "
                             f"{s.inv_true_hwm}")
@@ -57,8 +57,9 @@ def leader_candidate_completeness(cfg, s: State):
                 reads=("con_partition_metadata", "partition_status", "partition_metadata", "partition_pending_ap"))
 def replication_quorum_superset(cfg, s: State):
     """A leader in the controller's leader epoch replicates to a Maximal ISR that contains the
-    controller's ISR, and equals its own ISR when no AlterPartition request is pending."""
-    con_isr = s.con_partition_metadata.isr
+    controller's ISR, and equals its own ISR when no AlterPartition request is pending. (kip966: the
+    Maximal ISR contains the controller's ISR and ELR while the leader's ISR has MinISR members.)"""
+    con_isr = s.con_partition_metadata.isr | s.con_partition_metadata.elr
     for b in range(1, cfg.broker_count + 1):
         if not non_stale_leader(s, b):
             continue
@@ -66,7 +67,7 @@ def replication_quorum_superset(cfg, s: State):
         if not pending_ap_response(s, b) and md.maximal_isr != md.isr:
             return Violated(f"leader {b} has no pending AlterPartition yet its Maximal ISR {as_set(md.maximal_isr)} "
                             f"is not its ISR {as_set(md.isr)}")
-        if con_isr & ~md.maximal_isr:
+        if con_isr & ~md.maximal_isr and (not cfg.kip966 or size(md.isr) >= cfg.min_isr):
             return Violated(f"leader {b}'s Maximal ISR {as_set(md.maximal_isr)} lacks controller ISR members "
                             f"{as_set(con_isr & ~md.maximal_isr)}")
     return True
@@ -118,6 +119,16 @@ def no_committed_record_lost_globally(cfg, s: State):
         if not any(holds_value(s, b, v) for b in range(1, cfg.broker_count + 1)):
             return Violated(f"acknowledged value {VALUE_NAMES[v - 1]} is on no replica")
     return True
+
+
+@spec.invariant(name="MinIsrRecoveryQuorum", reads=("con_partition_metadata",))
+def min_isr_recovery_quorum(cfg, s: State):
+    """(kip966) With neither ISR nor ELR left, the last known ELR has exactly MinISR members: the replicas
+    an unclean recovery would ask. (Always true in v3.5, whose ISR is never empty.)"""
+    md = s.con_partition_metadata
+    if md.isr or md.elr or size(md.last_known_elr) == cfg.min_isr:
+        return True
+    return Violated(f"no ISR or ELR, and the last known ELR {as_set(md.last_known_elr)} has not {cfg.min_isr} members")
 
 
 # ------------------------------------------------------------------- liveness (under the spec's fairness)

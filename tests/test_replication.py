@@ -190,3 +190,42 @@ def test_graph_engine_nodes_are_views_and_liveness_holds_at_p1():
     assert len(g.states) == TLC["p1"][0]
     assert not result.violations
     assert all(r["holds"] for r in result.stats["liveness"].values())
+
+
+# ------------------------------------------------------------------------------------ kip966
+
+
+def test_kip966_fencing_moves_the_lost_isr_member_to_the_elr():
+    m = model("kip966_fence")
+    s = m.init_states()[0]
+    s = step(m, s, "FenceBroker", b=2, leader=0)
+    md = s.con_partition_metadata
+    assert (md.isr, md.elr, md.leader, md.last_known_elr) == (0b10, 0b100, 1, 0)
+    # the leader learns ISR {1}: below MinISR, its HWM may not move and it takes no writes
+    s = step(m, s, "ReceiveMetadataUpdate", b=1, offset=2)
+    assert s.partition_metadata[0].isr == 0b10
+    assert m.apply(s, Action("WriteRecordToLeader", (("b", 1), ("v", 1)))) is None
+
+
+def test_kip966_fencing_the_last_isr_member_elects_from_the_elr():
+    m = model("kip966_fence", fence_broker_limit=2)
+    s = m.init_states()[0]
+    s = step(m, s, "FenceBroker", b=2, leader=0)  # ISR {1}, ELR {2}
+    s = step(m, s, "UnfenceBroker", b=2, leader=0)
+    s = step(m, s, "FenceBroker", b=1, leader=2)  # the ISR empties: ELR member 2 leads and joins the ISR
+    md = s.con_partition_metadata
+    assert (md.isr, md.elr, md.leader, md.leader_epoch) == (0b100, 0b10, 2, 2)
+
+
+def test_kip966_small_config_holds_and_the_known_loss_is_found():
+    assert not bfs.explore(model("kip966_small")).violations
+    (v,) = bfs.explore(model("kip966_loss")).violations
+    assert v.outcome.property == "NoCommittedRecordLostGlobally" and v.depth == 4
+    assert [a.rule for a in v.actions[1:]] == ["WriteRecordToLeader", "NoDataLossShutdown", "ReceiveMetadataUpdate",
+                                               "DataLossShutdown"]
+
+
+def test_v35_and_kip966_rules_belong_to_their_variant():
+    assert {"UncleanShutdown", "CleanShutdown"} <= set(model("big").rule_names)
+    names = set(model("kip966_loss").rule_names)
+    assert {"DataLossShutdown", "NoDataLossShutdown"} <= names and not names & {"UncleanShutdown", "CleanShutdown"}

@@ -33,7 +33,7 @@ from typing import Annotated, NamedTuple
 
 from harness.bitset import as_set, bit, members, size
 from harness.itf import Bool, ById, Enum, IdSet, Int, OptId, Seq
-from harness.model import Config, Spec, budget, param
+from harness.model import Config, Spec, budget, param, variant
 from harness.speed import fast_replace
 
 MAX_BROKERS = 5
@@ -53,6 +53,9 @@ VALUE_NAMES = "ABCDEFGH"
 
 @dataclass(frozen=True)
 class ReplicationConfig(Config):
+    kip966: bool = variant(False, "KIP-966 Eligible Leader Replicas, as kafka-tlaplus kip-966 specifies it: the ELR and "
+                                  "last known ELR, an ISR that may be empty, the HWM held while the ISR is below "
+                                  "MinISR, the broker epoch kept across a clean shutdown")
     broker_count: int = param(3, "BrokerCount: brokers 1..N", lo=1, hi=MAX_BROKERS)
     init_replication_factor: int = param(3, "InitReplicationFactor: replicas {1..RF} at the start; broker 1 leads",
                                          lo=1, hi=MAX_BROKERS)
@@ -61,13 +64,14 @@ class ReplicationConfig(Config):
     min_isr: int = param(2, "MinISR: min.insync.replicas", lo=1, hi=MAX_BROKERS)
     init_isr_size: int = param(2, "InitIsrSize: the initial ISR is {1..InitIsrSize}; the other replicas start "
                                   "out of sync, fenced, with a stale partition epoch", lo=1, hi=MAX_BROKERS)
-    clean_shutdown_limit: int = budget(0, "CleanShutdownLimit: clean shutdowns")
-    unclean_shutdown_limit: int = budget(0, "UncleanShutdownLimit: unclean shutdowns (the log is lost)")
+    clean_shutdown_limit: int = budget(0, "CleanShutdownLimit: clean shutdowns (kip966: NoDataLossShutdownLimit)")
+    unclean_shutdown_limit: int = budget(0, "UncleanShutdownLimit: unclean shutdowns, the log is lost (kip966: "
+                                            "DataLossShutdownLimit)")
     fence_broker_limit: int = budget(0, "FenceBrokerLimit: times the controller fences a broker at will")
     leader_shrink_isr_limit: int = budget(0, "LeaderShrinkIsrLimit: AlterPartition requests that shrink the ISR")
     reassignment_limit: int = budget(0, "ReassignmentLimit: partition reassignments")
     avoid_last_replica_standing: bool = param(True, "AvoidLastReplicaStanding: no unclean shutdown of the last "
-                                                    "ISR member")
+                                                    "ISR member (v3.5 only)")
     metadata_log_bound: int = param(8, "most records the metadata log may hold (a bound of the action table: "
                                         "exceeding it stops the search with an error)", lo=1, hi=64)
     message_bound: int = param(6, "most messages of one type in flight (a bound of the action table: "
@@ -103,6 +107,8 @@ class PartitionChange(NamedTuple):
     partition_epoch: int
     adding: Annotated[int, IdSet()]
     removing: Annotated[int, IdSet()]
+    elr: Annotated[int, IdSet()] = 0  # KIP-966 (empty in v3.5)
+    last_known_elr: Annotated[int, IdSet()] = 0  # KIP-966 (empty in v3.5)
 
 
 class Registration(NamedTuple):
@@ -157,6 +163,7 @@ class PeerState(NamedTuple):
 class RegisterBrokerRequest(NamedTuple):
     broker_id: int
     incarnation_id: int
+    broker_epoch: int = 0  # KIP-966: the epoch the broker kept from a clean shutdown (0 in v3.5)
 
 
 class RegisterBrokerResponse(NamedTuple):
@@ -401,10 +408,16 @@ def hwm_history(s: State, b: int, log: tuple, old_hwm: int, new_hwm: int, positi
     return changes
 
 
-def maybe_advance_hwm(s: State, b: int, new_hwm: int, positive: bool, data: PartitionData | None = None) -> dict:
+def may_advance_hwm(cfg, isr: int) -> bool:
+    """KIP-966's SafeToAdvanceHwm: the HWM moves only while the replica's ISR has MinISR members (always in v3.5)."""
+    return not cfg.kip966 or size(isr) >= cfg.min_isr
+
+
+def maybe_advance_hwm(cfg, s: State, b: int, isr: int, new_hwm: int, positive: bool,
+                      data: PartitionData | None = None) -> dict:
     """The TLA+ MaybeAdvanceHighWatermark (`data`: the replica's data to update, if not its current)."""
     current = s.partition_data[b - 1]
-    if new_hwm <= current.hwm:
+    if new_hwm <= current.hwm or not may_advance_hwm(cfg, isr):
         return {}
     data = data or current
     changes = hwm_history(s, b, current.log, current.hwm, new_hwm, positive)
@@ -415,7 +428,7 @@ def maybe_advance_hwm(s: State, b: int, new_hwm: int, positive: bool, data: Part
 def hwm_on_partition_change(cfg, s: State, b: int, md: ReplicaMetadata) -> dict:
     """The TLA+ MaybeUpdateHwmAndAckOnPartitionChange."""
     new_hwm = commit_offset(s, b, md.maximal_isr, s.partition_data[b - 1].leo, s.partition_replica_state[b - 1]) + 1
-    return maybe_advance_hwm(s, b, new_hwm, size(md.maximal_isr) >= cfg.min_isr)
+    return maybe_advance_hwm(cfg, s, b, md.isr, new_hwm, size(md.maximal_isr) >= cfg.min_isr)
 
 
 def fail_pending_writes(s: State, b: int) -> dict:
@@ -461,6 +474,10 @@ def apply_partition_change(cfg, s: State, md: PartitionChange) -> dict:
     """The TLA+ ApplyPartitionChange: the new partition state, appended to the metadata log."""
     if len(s.con_metadata_log) >= cfg.metadata_log_bound:
         raise RuntimeError(f"the metadata log outgrows {cfg.metadata_log_bound} records: raise metadata_log_bound")
+    if cfg.kip966:  # ELR members that leave the ELR (not the replicas) join the last known ELR, until the ISR recovers
+        old = s.con_partition_metadata
+        md = md._replace(last_known_elr=0 if size(md.isr) >= cfg.min_isr
+                         else old.last_known_elr | (md.replicas & old.elr & ~md.elr))
     return {"con_partition_metadata": md, "con_metadata_log": s.con_metadata_log + (md,)}
 
 
@@ -490,12 +507,57 @@ def partition_on_broker_change(cfg, s: State, new_isr: int, new_unfenced: int, c
                                                       partition_epoch=md.partition_epoch + 1))
 
 
+def update_elr(cfg, md: PartitionChange, proposed_isr: int, replicas: int) -> int:
+    """KIP-966's UpdateElr: empty once the ISR has MinISR members, else the ELR (within the replicas) and
+    the replicas the ISR just lost."""
+    if size(proposed_isr) >= cfg.min_isr:
+        return 0
+    return (md.elr & replicas) | (md.isr & replicas & ~proposed_isr)
+
+
+def elr_partition_change(cfg, s: State, new_isr: int, new_elr: int, new_unfenced: int, choice: int) -> dict | None:
+    """KIP-966's MaybeUpdatePartitionOnBrokerChange: a leader from the ISR, else an unfenced ELR member
+    (who moves to the ISR), else none."""
+    md = s.con_partition_metadata
+    elr_candidates = new_elr & new_unfenced
+    keeps_leader = ((md.leader == NO_LEADER and not new_isr and not elr_candidates)
+                    or (md.leader != NO_LEADER and new_isr >> md.leader & 1))
+    if keeps_leader:
+        if choice:
+            return None
+        if new_isr == md.isr and new_elr == md.elr:
+            return {}
+        return apply_partition_change(cfg, s, md._replace(isr=new_isr, elr=new_elr,
+                                                          partition_epoch=md.partition_epoch + 1))
+    if new_isr or elr_candidates:
+        pool = new_isr or elr_candidates
+        if not choice or not pool >> choice & 1:
+            return None
+        if not new_isr:
+            new_isr, new_elr = bit(choice), new_elr & ~bit(choice)
+        leader = choice
+    elif choice:
+        return None
+    else:
+        leader = NO_LEADER
+    return apply_partition_change(cfg, s, md._replace(leader=leader, isr=new_isr, elr=new_elr,
+                                                      leader_epoch=md.leader_epoch + 1,
+                                                      partition_epoch=md.partition_epoch + 1))
+
+
 def handle_broker_fenced(cfg, s: State, b: int, choice: int) -> dict | None:
-    """The TLA+ HandleBrokerFenced: out of the ISR (which keeps at least one member) and the leadership."""
-    isr = s.con_partition_metadata.isr
-    new_isr = isr if size(isr) == 1 else isr & ~bit(b)
+    """The TLA+ HandleBrokerFenced: out of the ISR (v3.5: which keeps at least one member; kip966: which
+    may empty, the ELR taking up the slack) and the leadership."""
+    md = s.con_partition_metadata
+    isr = md.isr
     new_unfenced = s.con_unfenced & ~bit(b)
-    changes = partition_on_broker_change(cfg, s, new_isr, new_unfenced, choice)
+    if cfg.kip966:
+        new_isr = isr & ~bit(b)
+        changes = elr_partition_change(cfg, s, new_isr, update_elr(cfg, md, new_isr, md.replicas), new_unfenced,
+                                       choice)
+    else:
+        new_isr = isr if size(isr) == 1 else isr & ~bit(b)
+        changes = partition_on_broker_change(cfg, s, new_isr, new_unfenced, choice)
     if changes is None:
         return None
     changes["con_unfenced"] = new_unfenced
@@ -505,14 +567,28 @@ def handle_broker_fenced(cfg, s: State, b: int, choice: int) -> dict | None:
 def handle_broker_unfenced(cfg, s: State, b: int, choice: int) -> dict | None:
     """The TLA+ HandleBrokerUnfenced: a partition without a leader may get one."""
     new_unfenced = s.con_unfenced | bit(b)
-    if s.con_partition_metadata.leader == NO_LEADER:
-        changes = partition_on_broker_change(cfg, s, s.con_partition_metadata.isr, new_unfenced, choice)
+    md = s.con_partition_metadata
+    if md.leader == NO_LEADER:
+        changes = (elr_partition_change(cfg, s, md.isr, md.elr, new_unfenced, choice) if cfg.kip966
+                   else partition_on_broker_change(cfg, s, md.isr, new_unfenced, choice))
         if changes is None:
             return None
     elif choice:
         return None
     else:
         changes = {}
+    changes["con_unfenced"] = new_unfenced
+    return changes
+
+
+def process_unclean_broker(cfg, s: State, b: int, choice: int) -> dict | None:
+    """KIP-966's ProcessUncleanBroker: a broker that registers without a kept broker epoch may have lost
+    data: out of the ISR and the ELR, whatever MinISR, and unfenced."""
+    md = s.con_partition_metadata
+    new_unfenced = s.con_unfenced | bit(b)
+    changes = elr_partition_change(cfg, s, md.isr & ~bit(b), md.elr & ~bit(b), new_unfenced, choice)
+    if changes is None:
+        return None
     changes["con_unfenced"] = new_unfenced
     return changes
 
@@ -669,13 +745,25 @@ PRESETS = {
                 "clean_shutdown_limit": 1},
     "unclean": {**P1, "unclean_shutdown_limit": 1},
     "shrink": {**P1, "leader_shrink_isr_limit": 1},
+    # kafka-tlaplus kip-966's configuration file: one data-loss shutdown and one fence
+    "kip966": {**P1, "kip966": True, "unclean_shutdown_limit": 1, "fence_broker_limit": 1},
+    "kip966_fence": {**P1, "kip966": True, "fence_broker_limit": 1, "metadata_log_bound": 6},
+    "kip966_small": {"kip966": True, "broker_count": 2, "init_replication_factor": 2, "min_isr": 1,
+                     "init_isr_size": 2, "fence_broker_limit": 1, "clean_shutdown_limit": 1},
+    # MinISR = DataLossShutdownLimit: a committed record can be lost (the known limit of acks=all)
+    "kip966_loss": {"kip966": True, "broker_count": 2, "init_replication_factor": 2, "min_isr": 1,
+                    "init_isr_size": 2, "unclean_shutdown_limit": 1, "clean_shutdown_limit": 1},
     "big": {"broker_count": 4, "init_replication_factor": 3, "min_isr": 2, "init_isr_size": 2, "values": 2,
             "fence_broker_limit": 1, "unclean_shutdown_limit": 1, "clean_shutdown_limit": 1,
             "leader_shrink_isr_limit": 1, "reassignment_limit": 1},
 }
 
+EXPECTED = {"kip966_loss": "NoCommittedRecordLostGlobally: with MinISR 1, the only ISR member acknowledges a "
+                          "record and loses it in a data-loss shutdown (the TLA+ configuration file drops this "
+                          "invariant when MinISR = DataLossShutdownLimit)"}
+
 spec = Spec("replication", ReplicationConfig, State, doc=__doc__, presets=PRESETS, default_preset="p1",
-            deadlock=False, mutation_preset="fence", view=lambda s: s[:VIEW_FIELDS])
+            deadlock=False, mutation_preset="fence", expected=EXPECTED, view=lambda s: s[:VIEW_FIELDS])
 
 KAFKA_TLAPLUS = "kafka_replication_v3_5.tla"
 
@@ -711,10 +799,11 @@ def BrokerStart(cfg, s: State, b):
     if s.broker_state[b - 1].status not in (OFFLINE_CLEAN, OFFLINE_DIRTY):
         return None
     incarnation = s.aux_ctrs.incarn_ctr
+    kept_epoch = s.broker_state[b - 1].broker_epoch if cfg.kip966 else 0
     return s._replace(
-        broker_state=put(s.broker_state, b, BrokerState(STARTING, 0, incarnation, False)),
+        broker_state=put(s.broker_state, b, BrokerState(STARTING, kept_epoch, incarnation, False)),
         partition_status=put(s.partition_status, b, NO_ROLE),
-        messages=send(s.messages, REG_REQ, RegisterBrokerRequest(b, incarnation)),
+        messages=send(s.messages, REG_REQ, RegisterBrokerRequest(b, incarnation, kept_epoch)),
         aux_ctrs=s.aux_ctrs._replace(incarn_ctr=incarnation + 1))
 
 
@@ -974,7 +1063,9 @@ def ReceiveFetchRequest(cfg, s: State, b, m):
         return s._replace(**reply(s, FETCH_REQ, msg, FETCH_RESP, response))
     rs = put(s.partition_replica_state[b - 1], msg.source, PeerState(msg.fetch_offset, msg.broker_epoch))
     new_hwm = commit_offset(s, b, md.maximal_isr, data.leo, rs) + 1
-    changes = maybe_advance_hwm(s, b, new_hwm, True)
+    if not may_advance_hwm(cfg, md.isr):
+        new_hwm = data.hwm
+    changes = maybe_advance_hwm(cfg, s, b, md.isr, new_hwm, True)
     records = (data.log[msg.fetch_offset - 1],) if msg.fetch_offset < data.leo else ()
     response = FetchResponse(b, msg.source, NO_ERROR, md.leader_epoch, msg.fetch_offset, False, 0, 0,
                              max(new_hwm, data.hwm), records)
@@ -1051,6 +1142,8 @@ def WriteRecordToLeader(cfg, s: State, b, v):
     new_leo = data.leo + 1
     new_log = data.log + (LogRecord(md.leader_epoch, data.leo, v),)
     new_hwm = commit_offset(s, b, md.maximal_isr, new_leo, s.partition_replica_state[b - 1]) + 1
+    if not may_advance_hwm(cfg, md.isr):
+        new_hwm = data.hwm
     changes = {}
     if new_hwm > data.hwm:
         changes = hwm_history(s, b, data.log, data.hwm, new_hwm, True)
@@ -1060,7 +1153,7 @@ def WriteRecordToLeader(cfg, s: State, b, v):
     return s._replace(inv_sent=s.inv_sent | bit(v), **changes)
 
 
-def shutdown(cfg, s: State, b: int, leader: int, status: int) -> dict | None:
+def shutdown(cfg, s: State, b: int, leader: int, status: int, kept_epoch: int = 0) -> dict | None:
     """What both shutdowns share: the broker stops, its fetch sessions go, the replica forgets its role,
     followers and pending requests, fails pending writes if it led, and the controller fences it."""
     fenced = handle_broker_fenced(cfg, s, b, leader)
@@ -1072,7 +1165,7 @@ def shutdown(cfg, s: State, b: int, leader: int, status: int) -> dict | None:
     changes.update(drop_fetch_sessions(cfg, s, b))
     changes.update(fenced)
     changes.update(
-        broker_state=put(s.broker_state, b, BrokerState(status, 0, 0, False)),
+        broker_state=put(s.broker_state, b, BrokerState(status, kept_epoch, 0, False)),
         partition_status=put(s.partition_status, b, NO_ROLE),
         partition_replica_state=put(s.partition_replica_state, b, (BLANK_PEER,) * cfg.broker_count),
         partition_pending_ap=put(s.partition_pending_ap, b, NO_PENDING_AP),
@@ -1081,18 +1174,8 @@ def shutdown(cfg, s: State, b: int, leader: int, status: int) -> dict | None:
     return changes
 
 
-@spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.unclean_shutdown_limit > 0,
-           precondition=lambda cfg, s: s.aux_ctrs.unclean_shutdown_ctr < cfg.unclean_shutdown_limit)
-def UncleanShutdown(cfg, s: State, b, leader):
-    """Broker b: it stops and loses its whole log; the controller fences it (and elects `leader` if it
-    must choose one). With AvoidLastReplicaStanding the last ISR member does not stop this way."""
-    if s.aux_ctrs.unclean_shutdown_ctr >= cfg.unclean_shutdown_limit:
-        return None
-    if s.broker_state[b - 1].status in (OFFLINE_CLEAN, OFFLINE_DIRTY):
-        return None
-    isr = s.con_partition_metadata.isr
-    if cfg.avoid_last_replica_standing and isr >> b & 1 and size(isr) == 1:
-        return None
+def data_loss_shutdown(cfg, s: State, b: int, leader: int) -> State | None:
+    """What UncleanShutdown (v3.5) and DataLossShutdown (kip966) share: the broker stops and loses its log."""
     changes = shutdown(cfg, s, b, leader, OFFLINE_DIRTY)
     if changes is None:
         return None
@@ -1102,16 +1185,64 @@ def UncleanShutdown(cfg, s: State, b, leader):
     return s._replace(**changes)
 
 
-@spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.clean_shutdown_limit > 0,
-           precondition=lambda cfg, s: s.aux_ctrs.clean_shutdown_ctr < cfg.clean_shutdown_limit)
+def running(s: State, b: int) -> bool:
+    return s.broker_state[b - 1].status not in (OFFLINE_CLEAN, OFFLINE_DIRTY)
+
+
+def unclean_budget(cfg, s: State) -> bool:
+    return s.aux_ctrs.unclean_shutdown_ctr < cfg.unclean_shutdown_limit
+
+
+def clean_budget(cfg, s: State) -> bool:
+    return s.aux_ctrs.clean_shutdown_ctr < cfg.clean_shutdown_limit
+
+
+@spec.rule(b=brokers, leader=leader_choices, precondition=unclean_budget,
+           applies=lambda cfg: cfg.unclean_shutdown_limit > 0 and not cfg.kip966)
+def UncleanShutdown(cfg, s: State, b, leader):
+    """Broker b: it stops and loses its whole log; the controller fences it (and elects `leader` if it
+    must choose one). With AvoidLastReplicaStanding the last ISR member does not stop this way."""
+    if not running(s, b):
+        return None
+    isr = s.con_partition_metadata.isr
+    if cfg.avoid_last_replica_standing and isr >> b & 1 and size(isr) == 1:
+        return None
+    return data_loss_shutdown(cfg, s, b, leader)
+
+
+@spec.rule(b=brokers, leader=leader_choices, precondition=clean_budget,
+           applies=lambda cfg: cfg.clean_shutdown_limit > 0 and not cfg.kip966)
 def CleanShutdown(cfg, s: State, b, leader):
     """Broker b: it stops and keeps its log; the controller fences it (and elects `leader` if it must
     choose one)."""
-    if s.aux_ctrs.clean_shutdown_ctr >= cfg.clean_shutdown_limit:
-        return None
-    if s.broker_state[b - 1].status in (OFFLINE_CLEAN, OFFLINE_DIRTY):
+    if not running(s, b):
         return None
     changes = shutdown(cfg, s, b, leader, OFFLINE_CLEAN)
+    if changes is None:
+        return None
+    changes["aux_ctrs"] = s.aux_ctrs._replace(clean_shutdown_ctr=s.aux_ctrs.clean_shutdown_ctr + 1)
+    return s._replace(**changes)
+
+
+@spec.rule(b=brokers, leader=leader_choices, precondition=unclean_budget,
+           applies=lambda cfg: cfg.unclean_shutdown_limit > 0 and cfg.kip966)
+def DataLossShutdown(cfg, s: State, b, leader):
+    """Broker b (kip966): it stops and loses its whole log, and the broker epoch it would have kept; the
+    controller fences it (and elects `leader` if it must choose one). Any ISR member may stop so."""
+    if not running(s, b):
+        return None
+    return data_loss_shutdown(cfg, s, b, leader)
+
+
+@spec.rule(b=brokers, clean=lambda cfg: (0, 1), leader=leader_choices, precondition=clean_budget,
+           applies=lambda cfg: cfg.clean_shutdown_limit > 0 and cfg.kip966)
+def NoDataLossShutdown(cfg, s: State, b, clean, leader):
+    """Broker b (kip966): it stops with its log intact; a clean shutdown (`clean` 1) writes its broker
+    epoch to disk for the next registration, an unclean one without data loss does not; the controller
+    fences it (and elects `leader` if it must choose one)."""
+    if not running(s, b):
+        return None
+    changes = shutdown(cfg, s, b, leader, OFFLINE_CLEAN, s.broker_state[b - 1].broker_epoch if clean else 0)
     if changes is None:
         return None
     changes["aux_ctrs"] = s.aux_ctrs._replace(clean_shutdown_ctr=s.aux_ctrs.clean_shutdown_ctr + 1)
@@ -1136,7 +1267,10 @@ def ReceiveBrokerRegRequest(cfg, s: State, b, m, leader):
     reg = s.con_broker_reg[b - 1]
     if reg.status != FENCED and reg.incarnation_id != msg.incarnation_id:
         return None
-    changes = handle_broker_unfenced(cfg, s, b, leader)
+    if cfg.kip966 and msg.broker_epoch == 0:
+        changes = process_unclean_broker(cfg, s, b, leader)
+    else:
+        changes = handle_broker_unfenced(cfg, s, b, leader)
     if changes is None:
         return None
     epoch = s.aux_broker_epoch + 1
@@ -1168,10 +1302,13 @@ def ReceiveAlterPartitionRequest(cfg, s: State, b, m, leader):
     final_isr = msg.isr & ~md.removing
     complete = (reassignment_in_progress(md) and not md.adding & ~final_isr and size(final_isr) >= cfg.min_isr)
     if complete:
-        new = PartitionChange(md.replicas & ~md.removing, final_isr, 0, md.leader_epoch + 1, md.partition_epoch + 1,
-                              0, 0)
+        final_replicas = md.replicas & ~md.removing
+        new = md._replace(replicas=final_replicas, isr=final_isr, leader_epoch=md.leader_epoch + 1,
+                          partition_epoch=md.partition_epoch + 1, adding=0, removing=0)
     else:
         new = md._replace(isr=msg.isr, partition_epoch=md.partition_epoch + 1)
+    if cfg.kip966:
+        new = new._replace(elr=update_elr(cfg, md, new.isr, new.replicas))
     if not new_leader_ok(md, new.isr, leader):
         return None
     new = new._replace(leader=leader)
@@ -1226,9 +1363,12 @@ def PerformPartitionReassignment(cfg, s: State, adding, removing, leader):
     grown = md.replicas | adding
     final_replicas, final_isr = grown & ~removing, md.isr & ~removing
     if not adding & ~final_isr and size(final_isr) >= cfg.min_isr and final_replicas:
-        new = PartitionChange(final_replicas, final_isr, 0, md.leader_epoch + 1, md.partition_epoch + 1, 0, 0)
+        new = md._replace(replicas=final_replicas, isr=final_isr, leader_epoch=md.leader_epoch + 1,
+                          partition_epoch=md.partition_epoch + 1, adding=0, removing=0)
+        if cfg.kip966:
+            new = new._replace(elr=update_elr(cfg, md, final_isr, final_replicas))
     else:
-        new = PartitionChange(grown, md.isr, 0, md.leader_epoch, md.partition_epoch + 1, adding, removing)
+        new = md._replace(replicas=grown, partition_epoch=md.partition_epoch + 1, adding=adding, removing=removing)
     if not new_leader_ok(md, new.isr, leader):
         return None
     return s._replace(aux_ctrs=s.aux_ctrs._replace(reassignment_ctr=s.aux_ctrs.reassignment_ctr + 1),
