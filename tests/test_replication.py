@@ -105,7 +105,8 @@ def test_a_stale_fetch_response_is_ignored_after_the_fetcher_moved():
     after = m.apply(moved, Action("ReceiveFetchResponse", (("b", 2), ("m", 0))))
     assert after.partition_data == moved.partition_data and not after.broker_fetchers[1][0].pending_response
     mutated = model("p1", mutation="fetch_response_ignores_offset")
-    assert mutated.apply(moved, Action("ReceiveFetchResponse", (("b", 2), ("m", 0)))).broker_fetchers[1][0].fetch_offset == 1
+    appended = mutated.apply(moved, Action("ReceiveFetchResponse", (("b", 2), ("m", 0))))
+    assert appended.broker_fetchers[1][0].fetch_offset == 1
 
 
 def test_isr_expansion_goes_through_the_controller():
