@@ -230,3 +230,31 @@ def test_v35_and_kip966_rules_belong_to_their_variant():
     assert {"UncleanShutdown", "CleanShutdown"} <= set(model("big").rule_names)
     names = set(model("kip966_loss").rule_names)
     assert {"DataLossShutdown", "NoDataLossShutdown"} <= names and not names & {"UncleanShutdown", "CleanShutdown"}
+
+
+# ------------------------------------------------------------------------------------ other engines
+
+
+def test_hypothesis_walks_a_config_too_big_to_exhaust():
+    from harness.engines import hypothesis as hyp
+
+    result = hyp.explore(model("big"), profile="ci", examples=40, steps=60)
+    assert not result.violations and result.stats["steps"] > 40 * 10
+
+
+def test_hypothesis_finds_a_caught_mutation_and_its_trace_replays(tmp_path):
+    from harness.engines import hypothesis as hyp
+
+    m = model("restart_faults", mutation="ap_ignores_broker_epoch")
+    result = hyp.explore(m, profile="ci", examples=300, steps=40)  # derandomized: the same walks every run
+    (v,) = result.violations
+    assert v.outcome.property == "LeaderCandidateCompletenessProperty" and v.depth == 12  # minimised to BFS's length
+    path = write_trace(tmp_path / "h.itf.json", m, v.states, v.actions, v.outcome, "hypothesis")
+    assert replay(read_trace(path)).ok
+
+
+def test_spark_driver_levels_give_the_bfs_count_at_p3(tmp_path):
+    from harness.engines import spark
+
+    result = spark.explore(model("p3"), partitions=2, checkpoint=str(tmp_path / "ck"))
+    assert (result.stats["distinct"], result.stats["depth"]) == (TLC["p3"][0], TLC["p3"][1] - 1)
