@@ -258,3 +258,16 @@ def test_spark_driver_levels_give_the_bfs_count_at_p3(tmp_path):
 
     result = spark.explore(model("p3"), partitions=2, checkpoint=str(tmp_path / "ck"))
     assert (result.stats["distinct"], result.stats["depth"]) == (TLC["p3"][0], TLC["p3"][1] - 1)
+
+
+def test_graph_lasso_under_the_view_replays(tmp_path):
+    """At p3 the TLA+ spec's own liveness fails: a leader alone in the ISR writes into an empty log, and
+    GetCommitOffset's `LeoOf(b) = 1` case (the LEO before the write) never commits it."""
+    m = model("p3")
+    result, _ = graph.explore(m, properties=["EventuallyWriteIsAcceptedOrRejected"])
+    (v,) = result.violations
+    assert v.outcome.kind == "liveness" and v.depth == 4 and v.loop == 4
+    assert [a.rule for a in v.actions[1:]] == ["PerformPartitionReassignment", "ReceiveMetadataUpdate",
+                                               "ReceiveMetadataUpdate", "WriteRecordToLeader"]
+    path = write_trace(tmp_path / "l.itf.json", m, v.states, v.actions, v.outcome, "graph", loop=v.loop)
+    assert replay(read_trace(path)).ok

@@ -237,7 +237,11 @@ def check_liveness(g: StateGraph, name: str) -> Violation | None:
         # A node holds the first state found with its view; re-execute the actions so the trace holds
         # the states they really lead to (equal to the nodes' on the view).
         for i in range(1, len(states)):
-            states[i] = model.apply(states[i - 1], actions[i])
+            nxt = model.apply(states[i - 1], actions[i])
+            if nxt is None:  # a field outside the view disables the step: the lasso exists only on the view
+                raise RuntimeError(f"the lasso of {name} does not re-execute at step {i}: {actions[i]} is disabled "
+                                   "by a field outside the spec's view")
+            states[i] = nxt
     return Violation(Outcome("liveness", name), states, actions, loop=loop)
 
 

@@ -1092,9 +1092,9 @@ def truncate_to_safe_point(s: State, b: int, epoch: int, end: int) -> PartitionD
 
 @spec.rule(b=brokers, m=message_slots, fair=True, precondition=in_flight(FETCH_RESP))
 def ReceiveFetchResponse(cfg, s: State, b, m):
-    """Follower at broker b: a fetch response. Ignored if its fetcher no longer fetches the partition
-    from that broker, at that offset or in that leader epoch; an error delays the fetcher; a diverging
-    epoch truncates the log; records are appended and the HWM taken within the log's bounds."""
+    """Follower at broker b: it handles a fetch response, ignored if its fetcher no longer fetches the
+    partition from that broker, at that offset or in that leader epoch; an error delays the fetcher; a
+    diverging epoch truncates the log; records are appended and the HWM taken within the log's bounds."""
     msgs = s.messages[FETCH_RESP]
     if m >= len(msgs):
         return None
@@ -1288,8 +1288,8 @@ def ReceiveBrokerRegRequest(cfg, s: State, b, m, leader):
 @spec.rule(b=brokers, m=message_slots, leader=leader_choices, fair=True,
            precondition=in_flight(AP_REQ))
 def ReceiveAlterPartitionRequest(cfg, s: State, b, m, leader):
-    """Controller: an AlterPartition request from broker b. Accepted (from the leader, in its broker and
-    partition epochs, with every proposed member unfenced in the epoch given) it becomes the new ISR,
+    """Controller: it decides an AlterPartition request from broker b. Accepted (from the leader, in its
+    broker and partition epochs, with every proposed member unfenced in the epoch given) it becomes the new ISR,
     completing a reassignment whose adding replicas all joined; `leader` is the new leader if the old
     one is removed. Either way the controller answers (kafka-tlaplus, v3.5, ch. 2 §2.4, ch. 4)."""
     msgs = s.messages[AP_REQ]
@@ -1327,7 +1327,7 @@ def ReceiveAlterPartitionRequest(cfg, s: State, b, m, leader):
            precondition=lambda cfg, s: s.aux_ctrs.fence_broker_ctr < cfg.fence_broker_limit)
 def FenceBroker(cfg, s: State, b, leader):
     """Controller: it fences unfenced broker b (missed heartbeats, at any time here), removing it from the
-    ISR (never below one member) and the leadership (electing `leader` if it must choose one)."""
+    ISR (v3.5: never below one member) and the leadership (electing `leader` if it must choose one)."""
     if s.aux_ctrs.fence_broker_ctr >= cfg.fence_broker_limit or s.con_broker_reg[b - 1].status != UNFENCED:
         return None
     changes = handle_broker_fenced(cfg, s, b, leader)
