@@ -227,7 +227,7 @@ def test_kip966_small_config_holds_and_the_known_loss_is_found():
 
 
 def test_v35_and_kip966_rules_belong_to_their_variant():
-    assert {"UncleanShutdown", "CleanShutdown"} <= set(model("big").rule_names)
+    assert {"UncleanShutdown", "CleanShutdown"} <= set(model("large").rule_names)
     names = set(model("kip966_loss").rule_names)
     assert {"DataLossShutdown", "NoDataLossShutdown"} <= names and not names & {"UncleanShutdown", "CleanShutdown"}
 
@@ -238,7 +238,7 @@ def test_v35_and_kip966_rules_belong_to_their_variant():
 def test_hypothesis_walks_a_config_too_big_to_exhaust():
     from harness.engines import hypothesis as hyp
 
-    result = hyp.explore(model("big"), profile="ci", examples=40, steps=60)
+    result = hyp.explore(model("large"), profile="ci", examples=40, steps=60)
     assert not result.violations and result.stats["steps"] > 40 * 10
 
 

@@ -733,6 +733,8 @@ def init_state(cfg) -> State:
 # ------------------------------------------------------------------------------------ the spec
 
 P1 = {"broker_count": 3, "init_replication_factor": 3, "min_isr": 2, "init_isr_size": 2}
+RESTART_FAULTS = {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 1,
+                  "clean_shutdown_limit": 1, "unclean_shutdown_limit": 1, "fence_broker_limit": 1}
 PRESETS = {
     # the parity configs: TLC's distinct states and depth (with the VIEW) are in docs/ARCHITECTURE.md
     "p1": dict(P1),
@@ -741,14 +743,11 @@ PRESETS = {
     "fence": {**P1, "fence_broker_limit": 1, "metadata_log_bound": 5},
     "tiny": {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 1},
     "ci": dict(P1),
-    "nightly": {**P1, "fence_broker_limit": 1, "unclean_shutdown_limit": 1, "metadata_log_bound": 12},
     # two brokers through every kind of fault: exhausted clean at 2,576,451 states, depth 51
-    "restart_faults": {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 1,
-                       "clean_shutdown_limit": 1, "unclean_shutdown_limit": 1, "fence_broker_limit": 1},
+    "restart_faults": RESTART_FAULTS,
+    "nightly": RESTART_FAULTS,
     "restart": {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 2,
                 "clean_shutdown_limit": 1},
-    "unclean": {**P1, "unclean_shutdown_limit": 1},
-    "shrink": {**P1, "leader_shrink_isr_limit": 1},
     # kafka-tlaplus kip-966's configuration file: one data-loss shutdown and one fence
     "kip966": {**P1, "kip966": True, "unclean_shutdown_limit": 1, "fence_broker_limit": 1},
     "kip966_fence": {**P1, "kip966": True, "fence_broker_limit": 1, "metadata_log_bound": 6},
@@ -757,7 +756,8 @@ PRESETS = {
     # MinISR = DataLossShutdownLimit: a committed record can be lost (the known limit of acks=all)
     "kip966_loss": {"kip966": True, "broker_count": 2, "init_replication_factor": 2, "min_isr": 1,
                     "init_isr_size": 2, "unclean_shutdown_limit": 1, "clean_shutdown_limit": 1},
-    "big": {"broker_count": 4, "init_replication_factor": 3, "min_isr": 2, "init_isr_size": 2, "values": 2,
+    # for random search: every perturbation at once, far beyond exhaustion
+    "large": {"broker_count": 4, "init_replication_factor": 3, "min_isr": 2, "init_isr_size": 2, "values": 2,
             "fence_broker_limit": 1, "unclean_shutdown_limit": 1, "clean_shutdown_limit": 1,
             "leader_shrink_isr_limit": 1, "reassignment_limit": 1, "metadata_log_bound": 24, "message_bound": 8},
 }
