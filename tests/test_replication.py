@@ -2,10 +2,13 @@
 states and depth under its VIEW), the rules message by message, the view in every engine, a mutation's
 shortest trace."""
 
+from dataclasses import dataclass
+from typing import NamedTuple
+
 import pytest
 
 from harness.engines import bfs, graph
-from harness.model import Action
+from harness.model import Action, Config, Spec
 from harness.registry import load_spec
 from harness.replay import replay
 from harness.trace import read_trace, write_trace
@@ -271,3 +274,52 @@ def test_graph_lasso_under_the_view_replays(tmp_path):
                                                "ReceiveMetadataUpdate", "WriteRecordToLeader"]
     path = write_trace(tmp_path / "l.itf.json", m, v.states, v.actions, v.outcome, "graph", loop=v.loop)
     assert replay(read_trace(path)).ok
+
+
+# ------------------------------------------------------------------------------------ the view in BFS
+
+
+class Toy(NamedTuple):
+    x: int
+    hidden: int
+
+
+@dataclass(frozen=True)
+class ToyConfig(Config):
+    pass
+
+
+def toy_model():
+    """x = 0 -> x = 1 with hidden 1 or 2 (one view), and only one of the two may go on to x = 2: which
+    representative a search keeps decides whether x = 2 is reached at all."""
+    spec = Spec("toy_view", ToyConfig, Toy, presets={"tiny": {}}, default_preset="tiny", deadlock=False,
+                view=lambda s: s[:1])
+    kept = min((Toy(1, 1), Toy(1, 2)), key=hash)
+
+    @spec.init
+    def init(cfg):
+        yield Toy(0, 0)
+
+    @spec.rule(h=lambda cfg: (1, 2))
+    def choose(cfg, s, h):
+        return Toy(1, h) if s.x == 0 else None
+
+    @spec.rule()
+    def go_on(cfg, s):
+        return Toy(2, 0) if s == kept else None
+
+    return spec.bind(spec.config("tiny")), kept
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_bfs_keeps_the_same_representative_whatever_the_order(exact):
+    m, kept = toy_model()
+    forward = m.successors
+    for order in (forward, lambda s: forward(s)[::-1]):
+        m.successors = order
+        result = bfs.explore(m, exact=exact)
+        assert result.stats["distinct"] == 3  # the kept x = 1 state is the one that goes on
+        assert len(graph.explore(m)[1].states) == 3
+    trace = bfs.reconstruct(m, [m.fingerprint(Toy(0, 0)), m.fingerprint(kept), m.fingerprint(Toy(2, 0))],
+                            m.fingerprint)
+    assert trace.states[1] == kept

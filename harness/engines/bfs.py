@@ -34,22 +34,37 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def representative(model: Model, state: tuple, candidate: tuple) -> bool:
+    """Under a view, whether `candidate` replaces `state` as the kept state of their common view: the one
+    with the smaller full-state hash (equal states never replace). Every engine keeps, of the states
+    with one view that the first level reaching it holds, this one, so counts and traces do not depend
+    on the order of the search (BFS's expansion order, Spark's shards)."""
+    return candidate != state and hash(candidate) < hash(state)
+
+
 def reconstruct(model: Model, chain: list, key: Callable) -> Violation:
-    """Turn a chain of keys (init first) into states and actions by re-executing the model."""
+    """Turn a chain of keys (init first) into states and actions by re-executing the model. Under a
+    view, a step takes, of the successors with the next key, the representative the search kept."""
     init: dict = {}
     for s in model.init_states():
-        init.setdefault(key(s), s)  # the first initial state with its key, as the search kept it
+        k = key(s)
+        if k not in init or (model.view is not None and representative(model, init[k], s)):
+            init[k] = s  # the initial state with its key that the search kept
     state = init[chain[0]]
     states, actions = [state], [None]
     for nxt in chain[1:]:
+        found = None
         for index, t in model.successors(state):
             if key(t) == nxt:
-                state = t
-                states.append(t)
-                actions.append(model.actions[index])
-                break
-        else:  # a fingerprint collision or a non-deterministic rule would land here
+                if found is None or (model.view is not None and representative(model, found[1], t)):
+                    found = (index, t)
+                if model.view is None:
+                    break
+        if found is None:  # a fingerprint collision or a non-deterministic rule would land here
             raise RuntimeError(f"cannot re-execute the trace at step {len(states)}: rules must be deterministic")
+        state = found[1]
+        states.append(state)
+        actions.append(model.actions[found[0]])
     return Violation(Outcome("none"), states, actions)
 
 
@@ -107,10 +122,15 @@ def explore(
 
     frontier = []
     stop = False
+    viewed = model.view is not None
+    level_at: dict = {}  # under a view: key -> (its position in the level being built, the action that found it)
     for s in model.init_states():
         k = key(s)
         if k in parents:
+            if viewed and representative(model, frontier[level_at[k][0]][1], s):
+                frontier[level_at[k][0]] = (k, s)
             continue
+        level_at[k] = (len(frontier), -1)
         parents[k] = None
         generated += 1
         frontier.append((k, s))
@@ -127,6 +147,7 @@ def explore(
             break
         next_frontier = []
         append = next_frontier.append
+        level_at = {}
         for ks, s in frontier:
             successors = model.successors(s)
             expansions += 1
@@ -139,9 +160,22 @@ def explore(
                 gen_by_action[index] += 1
                 kt = key(t)
                 if kt in parents:
+                    if viewed:  # found again in the level being built: keep the representative
+                        at = level_at.get(kt)
+                        if at is not None and representative(model, next_frontier[at[0]][1], t):
+                            next_frontier[at[0]] = (kt, t)
+                            parents[kt] = ks
+                            new_by_action[at[1]] -= 1
+                            new_by_action[index] += 1
+                            level_at[kt] = (at[0], index)
+                            for name, inv in invariants:
+                                if not inv(cfg, t) and record(name, kt):
+                                    stop = True
                     continue
                 parents[kt] = ks
                 new_by_action[index] += 1
+                if viewed:
+                    level_at[kt] = (len(next_frontier), index)
                 append((kt, t))
                 for name, inv in always:
                     if not inv(cfg, t) and record(name, kt):

@@ -25,6 +25,7 @@ from collections import deque
 
 import networkx as nx
 
+from harness.engines.bfs import representative
 from harness.errors import BadInput
 from harness.model import Model
 from harness.result import CheckResult, Violation
@@ -62,12 +63,18 @@ def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True)
     violations: list[Violation] = []
     seen_props: set[str] = set()
     queue: deque[int] = deque()
-    identify = (lambda s: s) if model.view is None else model.view  # a node per view: the first state found with it
+    viewed = model.view is not None
+    identify = model.view if viewed else (lambda s: s)  # a node per view
 
     def add(state: tuple, parent: tuple[int, int] | None, depth: int) -> int:
         ident = identify(state)
         node = g.index.get(ident)
         if node is not None:
+            # under a view, a node of the level being built takes the representative BFS keeps
+            if viewed and g.depth[node] == depth and representative(model, g.states[node], state):
+                g.states[node] = state
+                g.parent[node] = parent
+                check(node, state)
             return node
         node = len(g.states)
         if node >= max_states:
@@ -79,13 +86,16 @@ def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True)
         g.parent[node] = parent
         g.depth[node] = depth
         queue.append(node)
+        check(node, state)
+        return node
+
+    def check(node: int, state: tuple) -> None:
         if check_safety:
             for prop in model.violated(state):
                 if prop not in seen_props:
                     seen_props.add(prop)
                     states, actions = g.path_to(node)
                     violations.append(Violation(Outcome("invariant", prop), states, actions))
-        return node
 
     for s in model.init_states():
         add(s, None, 0)
