@@ -36,10 +36,10 @@ def peak_rss_bytes() -> int:
 
 def representative(model: Model, state: tuple, candidate: tuple) -> bool:
     """Under a view, whether `candidate` replaces `state` as the kept state of their common view: the one
-    with the smaller full-state hash (equal states never replace). Every engine keeps, of the states
+    with the smaller full-state hash (an equal state has an equal hash). Every engine keeps, of the states
     with one view that the first level reaching it holds, this one, so counts and traces do not depend
     on the order of the search (BFS's expansion order, Spark's shards)."""
-    return candidate != state and hash(candidate) < hash(state)
+    return hash(candidate) < hash(state)
 
 
 def reconstruct(model: Model, chain: list, key: Callable) -> Violation:
@@ -130,7 +130,7 @@ def explore(
             if viewed and representative(model, frontier[level_at[k][0]][1], s):
                 frontier[level_at[k][0]] = (k, s)
             continue
-        level_at[k] = (len(frontier), -1)
+        level_at[k] = [len(frontier), -1, None]
         parents[k] = None
         generated += 1
         frontier.append((k, s))
@@ -162,20 +162,24 @@ def explore(
                 if kt in parents:
                     if viewed:  # found again in the level being built: keep the representative
                         at = level_at.get(kt)
-                        if at is not None and representative(model, next_frontier[at[0]][1], t):
-                            next_frontier[at[0]] = (kt, t)
-                            parents[kt] = ks
-                            new_by_action[at[1]] -= 1
-                            new_by_action[index] += 1
-                            level_at[kt] = (at[0], index)
-                            for name, inv in invariants:
-                                if not inv(cfg, t) and record(name, kt):
-                                    stop = True
+                        if at is not None:
+                            if at[2] is None:
+                                at[2] = hash(next_frontier[at[0]][1])  # the kept state's hash, once
+                            tie = hash(t)
+                            if tie < at[2]:  # `representative`, with the kept state's hash cached
+                                next_frontier[at[0]] = (kt, t)
+                                parents[kt] = ks
+                                new_by_action[at[1]] -= 1
+                                new_by_action[index] += 1
+                                at[1], at[2] = index, tie
+                                for name, inv in invariants:
+                                    if not inv(cfg, t) and record(name, kt):
+                                        stop = True
                     continue
                 parents[kt] = ks
                 new_by_action[index] += 1
                 if viewed:
-                    level_at[kt] = (len(next_frontier), index)
+                    level_at[kt] = [len(next_frontier), index, None]
                 append((kt, t))
                 for name, inv in always:
                     if not inv(cfg, t) and record(name, kt):
