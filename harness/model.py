@@ -393,6 +393,9 @@ class Spec:
     # dedupe (fingerprint, exact key, graph node) on it and keep the first state found with each view;
     # traces still hold full states. None: the whole state.
     view: Callable | None = None
+    # Optional with a view: the fields it leaves out. Of the states with one view, engines keep the one with
+    # the smallest `Model.tie`: the hash of these fields if given (cheaper), else of the whole state.
+    hidden: Callable | None = None
 
     def __post_init__(self) -> None:
         self.schema: ItfType = type_of_annotation(self.state_class)
@@ -665,6 +668,8 @@ class Model:
         if self.view is not None:
             view = self.view
             self.fingerprint = lambda s: hash(view(s))  # shadows the class's builtin `hash`
+        hidden = spec.hidden
+        self.tie = hash if hidden is None else (lambda s: hash(hidden(s)))
 
     # -- the transition system --------------------------------------------------------------------
     def init_states(self) -> list[tuple]:

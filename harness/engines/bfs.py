@@ -36,10 +36,10 @@ def peak_rss_bytes() -> int:
 
 def representative(model: Model, state: tuple, candidate: tuple) -> bool:
     """Under a view, whether `candidate` replaces `state` as the kept state of their common view: the one
-    with the smaller full-state hash (an equal state has an equal hash). Every engine keeps, of the states
-    with one view that the first level reaching it holds, this one, so counts and traces do not depend
-    on the order of the search (BFS's expansion order, Spark's shards)."""
-    return hash(candidate) < hash(state)
+    with the smaller `Model.tie` (a hash of what the view leaves out, or of the whole state). Every engine
+    keeps, of the states with one view that the first level reaching it holds, this one, so counts and
+    traces do not depend on the order of the search (BFS's expansion order, Spark's shards)."""
+    return model.tie(candidate) < model.tie(state)
 
 
 def reconstruct(model: Model, chain: list, key: Callable) -> Violation:
@@ -123,6 +123,7 @@ def explore(
     frontier = []
     stop = False
     viewed = model.view is not None
+    tie_of = model.tie
     level_at: dict = {}  # under a view: key -> (its position in the level being built, the action that found it)
     for s in model.init_states():
         k = key(s)
@@ -164,8 +165,8 @@ def explore(
                         at = level_at.get(kt)
                         if at is not None:
                             if at[2] is None:
-                                at[2] = hash(next_frontier[at[0]][1])  # the kept state's hash, once
-                            tie = hash(t)
+                                at[2] = tie_of(next_frontier[at[0]][1])  # the kept state's, once
+                            tie = tie_of(t)
                             if tie < at[2]:  # `representative`, with the kept state's hash cached
                                 next_frontier[at[0]] = (kt, t)
                                 parents[kt] = ks

@@ -53,7 +53,7 @@ from harness.trace import Outcome
 SMALL_LEVEL = 20_000  # frontiers below this many candidates are expanded in the driver
 INIT_ACTION = -1
 
-# `tie`: under a spec's view, the full state's hash (states with one view: the smallest is kept, as BFS does); else 0
+# `tie`: under a spec's view, `Model.tie` (of the states with one view the smallest is kept, as in BFS); else 0
 _FRONTIER_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("tie", pa.int64()),
                               ("state", pa.binary())])
 _PARENT_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32())])
@@ -120,6 +120,7 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
     generated = 0
     fingerprint = model.fingerprint  # of the spec's view, if it has one
     viewed = model.view is not None
+    tie_of = model.tie
     for i, fp, a in zip(new_idx.tolist(), new_fps.tolist(), new_actions.tolist()):
         state = model.decode_trusted(blobs[i])
         if a >= 0:
@@ -135,7 +136,7 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
         for index, t in successors:
             gen_by_action[index] += 1
             tf = fingerprint(t)
-            tie = hash(t) if viewed else 0
+            tie = tie_of(t) if viewed else 0
             known = children.get(tf)
             if known is None:
                 children[tf] = [tie, fp, index, model.encode(t)]
@@ -297,7 +298,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         blocks: dict[int, list] = {}
         for s in init:
             fp = model.fingerprint(s)
-            tie = hash(s) if model.view is not None else 0
+            tie = model.tie(s) if model.view is not None else 0
             blocks.setdefault(owner(fp, shards), []).append(([fp], [0], [INIT_ACTION], [tie], [model.encode(s)]))
         for p in range(shards):
             write_frontier(job, 0, p, blocks.get(p, []))
