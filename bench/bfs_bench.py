@@ -16,6 +16,8 @@ CASES = [
     ("example", "ci", ["brokers=5", "max_records=7"], [], None),
     ("kraft", "ci", [], [], None),
     ("kip642", "ci", [], [], None),
+    # one fence, no other perturbation (BrokerCount 3, InitReplicationFactor 3, MinISR 2, InitIsrSize 2)
+    ("replication", "fence", [], [], None),
 ]
 # This VM's speed drifts by 10-25% between back-to-back runs, so each case runs REPEATS times (each in
 # a fresh process) and the run with the median time is reported, with the range of states/s.

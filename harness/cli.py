@@ -219,7 +219,10 @@ def _print_result(model, result) -> None:
                 f"{s['walks']:,} walks ({s['distinct_walks']:,} distinct)", f"{s['steps']:,} steps",
                 "derandomized" if s["derandomized"] else f"seed {s['seed']}"]
     else:
-        bits = [f"{s.get('distinct', 0):,} distinct states", f"{s.get('generated', 0):,} generated", f"depth {s.get('depth')}"]
+        depth = s.get("depth")
+        # depth counts steps from an initial state; TLC's counts the states on the path (one more)
+        shown = f"depth {depth}" + (f" (TLC depth {depth + 1})" if isinstance(depth, int) else "")
+        bits = [f"{s.get('distinct', 0):,} distinct states", f"{s.get('generated', 0):,} generated", shown]
     if s.get("seconds") is not None:
         bits.append(f"{s['seconds']:.2f} s")
     if s.get("states_per_second"):

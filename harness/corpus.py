@@ -36,7 +36,7 @@ class Case:
 
 
 def cases(spec: Spec) -> list[Case]:
-    out = [Case(spec.name, m.caught_at, m.name, str(m)) for m in spec.mutations.values()]
+    out = [Case(spec.name, m.caught_at, m.name, str(m)) for m in spec.mutations.values() if not m.survives]
     out += [Case(spec.name, preset, "none", why) for preset, why in spec.expected.items()]
     out += [Case(spec.name, preset, "none", why, prop) for (preset, prop), why in spec.expected_liveness.items()]
     return out

@@ -318,6 +318,10 @@ class Mutation:
     removes: str
     caught_at: str  # the preset at which some invariant must catch it
     caught_by: str = "bfs"  # "graph": its loss shows only as a liveness failure (a lasso), found by the graph engine
+    # Not empty: no search at the configs this machine can exhaust catches it; the text gives that evidence
+    # (configs, state counts), and `caught_at` names the largest config exhausted. The corpus and the gate's
+    # mutation adequacy leave such a mutation out; `check --mutation` still runs it.
+    survives: str = ""
 
     def __str__(self) -> str:
         return f"{self.rule}: {self.removes}"
@@ -401,6 +405,13 @@ class Spec:
     liveness: dict[str, Property] = field(default_factory=dict)
     init_fn: Callable | None = None
     quiescent_fn: Callable | None = None
+    # The state VIEW, as in TLC: `view(state) -> tuple`, the projection that tells states apart. Searches
+    # dedupe (fingerprint, exact key, graph node) on it and keep the first state found with each view;
+    # traces still hold full states. None: the whole state.
+    view: Callable | None = None
+    # Optional with a view: the fields it leaves out. Of the states with one view, engines keep the one with
+    # the smallest `Model.tie`: the hash of these fields if given (cheaper), else of the whole state.
+    hidden: Callable | None = None
 
     def __post_init__(self) -> None:
         self.schema: ItfType = type_of_annotation(self.state_class)
@@ -433,15 +444,16 @@ class Spec:
         return self.mutations[mutation].caught_at
 
     def mutation(self, name: str, *, rule: str, removes: str, caught_at: str | None = None,
-                 liveness: bool = False) -> Mutation:
+                 liveness: bool = False, survives: str = "") -> Mutation:
         """Declare a mutation: `rule` is the rule it weakens, `removes` the check it takes out (cite the
         document), `caught_at` the preset where an invariant must catch it (`liveness=True`: where a
-        liveness property fails, found by the graph engine). Rule code tests the flag
+        liveness property fails, found by the graph engine; `survives="evidence"`: nothing catches it at the
+        configs that can be exhausted, `caught_at` being the largest of them). Rule code tests the flag
         `cfg.mutated.<name>`; a name used there but not declared fails when the spec loads."""
         if name in self.mutations or not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
             raise TypeError(f"mutation {name!r}: declared twice, or not a plain identifier")
         m = self.mutations[name] = Mutation(name, rule, removes, caught_at or self.mutation_preset,
-                                            "graph" if liveness else "bfs")
+                                            "graph" if liveness else "bfs", survives)
         self._flags = None
         return m
 
@@ -661,9 +673,9 @@ class Model:
                 self.action_rule.append(rule_index)
                 group.append((len(self.actions) - 1, rule.fn, combo))
             self._steps.extend(group)
-            # Rules of one or two parameters get their arguments unpacked here, so `successors` calls
+            # Rules of one to three parameters get their arguments unpacked here, so `successors` calls
             # them with fixed arity (a star-call builds an argument tuple per call).
-            if len(names) in (1, 2):
+            if len(names) in (1, 2, 3):
                 group = [(index, fn, *args) for index, fn, args in group]
             self._groups.append((rule.precondition, len(names), group))
         self.action_index = {a: i for i, a in enumerate(self.actions)}
@@ -683,6 +695,12 @@ class Model:
         self._formats = {r.name: r.formats for r in self.rules if r.formats}
         self.check_deadlock = spec.deadlock
         self._fast_decode = None
+        self.view = spec.view
+        if self.view is not None:
+            view = self.view
+            self.fingerprint = lambda s: hash(view(s))  # shadows the class's builtin `hash`
+        hidden = spec.hidden
+        self.tie = hash if hidden is None else (lambda s: hash(hidden(s)))
 
     # -- the transition system --------------------------------------------------------------------
     def init_states(self) -> list[tuple]:
@@ -706,6 +724,11 @@ class Model:
             elif arity == 2:
                 for index, fn, a, b in group:
                     nxt = fn(cfg, state, a, b)
+                    if nxt is not None:
+                        out.append((index, nxt))
+            elif arity == 3:
+                for index, fn, a, b, c in group:
+                    nxt = fn(cfg, state, a, b, c)
                     if nxt is not None:
                         out.append((index, nxt))
             else:
@@ -759,7 +782,11 @@ class Model:
         return bool(q and q(self.config, state))
 
     # -- encodings --------------------------------------------------------------------------------
-    fingerprint = staticmethod(hash)  # see fingerprint() above
+    fingerprint = staticmethod(hash)  # see fingerprint() above; of the view, if the spec has one
+
+    def identity(self, state: tuple) -> tuple:
+        """What tells `state` apart from others: its view, or the whole state (exact searches, graph nodes)."""
+        return state if self.view is None else self.view(state)
 
     def encode(self, state: tuple) -> bytes:
         """Canonical bytes of a state: MessagePack of the nested tuples (data only; 4x faster than

@@ -433,8 +433,8 @@ def describe(spec: Spec, preset: str | None) -> dict:
     z3 = list(spec.z3_invariants) if spec.symbolic is not None else []
     invariants = [{"name": n, "statement": folded(model.statement(n) or ""), "z3": n in z3} for n in spec.invariants]
     liveness = [{"name": n, "statement": folded(p.doc), "trigger": p.trigger is not None} for n, p in spec.liveness.items()]
-    mutations = [{"name": m.name, "rule": m.rule, "removes": m.removes, "caught_at": m.caught_at}
-                 for m in spec.mutations.values()]
+    mutations = [{"name": m.name, "rule": m.rule, "removes": m.removes, "caught_at": m.caught_at,
+                  **({"survives": m.survives} if m.survives else {})} for m in spec.mutations.values()]
     return {"spec": spec.name, "doc": folded(spec.doc.strip().split("\n\n")[0]), "config": preset or spec.default_preset,
             "presets": list(spec.presets), "params": params, "variants": variants, "rules": rules,
             "invariants": invariants, "liveness": liveness, "z3": z3, "mutations": mutations,
@@ -469,7 +469,8 @@ def describe_lines(d: dict) -> list[Text]:
     lines += [Text(f"  {p['name']}  - {p['statement'] or '(no statement)'}") for p in d["liveness"]] or [Text("  -")]
     lines.append(section("Z3 forms") + Text(f"  {', '.join(d['z3']) if d['z3'] else '- (no symbolic form)'}"))
     lines.append(section("mutations"))
-    lines += [Text(f"  {m['name']}: weakens {m['rule']}, removes: {m['removes']}; caught at config {m['caught_at']}")
+    lines += [Text(f"  {m['name']}: weakens {m['rule']}, removes: {m['removes']}; "
+                   + (f"NOT caught: {m['survives']}" if m.get("survives") else f"caught at config {m['caught_at']}"))
               for m in d["mutations"]] or [Text("  -")]
     lines.append(section("expected violations"))
     lines += [Text(f"  config {p}: {text}") for p, text in d["expected"].items()] or [Text("  -")]

@@ -90,8 +90,8 @@ def _check_lasso(trace: Trace) -> ReplayReport | None:
         return ReplayReport(False, len(states) - 1, "a liveness trace must have a loop")
     prop = model.liveness[trace.outcome.property]
     last = len(states) - 1
-    # The last state closes the cycle: it equals the loop's first state.
-    if states[last] != states[trace.loop]:
+    # The last state closes the cycle: it equals the loop's first state (on the spec's view, if it has one).
+    if model.identity(states[last]) != model.identity(states[trace.loop]):
         return ReplayReport(False, last, f"the loop does not close: state {last} differs from state {trace.loop}", last,
                             diff_states(model, states[trace.loop], states[last]))
     for i in range(trace.loop, last + 1):

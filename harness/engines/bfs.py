@@ -34,20 +34,37 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def representative(model: Model, state: tuple, candidate: tuple) -> bool:
+    """Under a view, whether `candidate` replaces `state` as the kept state of their common view: the one
+    with the smaller `Model.tie` (a hash of what the view leaves out, or of the whole state). Every engine
+    keeps, of the states with one view that the first level reaching it holds, this one, so counts and
+    traces do not depend on the order of the search (BFS's expansion order, Spark's shards)."""
+    return model.tie(candidate) < model.tie(state)
+
+
 def reconstruct(model: Model, chain: list, key: Callable) -> Violation:
-    """Turn a chain of keys (init first) into states and actions by re-executing the model."""
-    init = {key(s): s for s in model.init_states()}
+    """Turn a chain of keys (init first) into states and actions by re-executing the model. Under a
+    view, a step takes, of the successors with the next key, the representative the search kept."""
+    init: dict = {}
+    for s in model.init_states():
+        k = key(s)
+        if k not in init or (model.view is not None and representative(model, init[k], s)):
+            init[k] = s  # the initial state with its key that the search kept
     state = init[chain[0]]
     states, actions = [state], [None]
     for nxt in chain[1:]:
+        found = None
         for index, t in model.successors(state):
             if key(t) == nxt:
-                state = t
-                states.append(t)
-                actions.append(model.actions[index])
-                break
-        else:  # a fingerprint collision or a non-deterministic rule would land here
+                if found is None or (model.view is not None and representative(model, found[1], t)):
+                    found = (index, t)
+                if model.view is None:
+                    break
+        if found is None:  # a fingerprint collision or a non-deterministic rule would land here
             raise RuntimeError(f"cannot re-execute the trace at step {len(states)}: rules must be deterministic")
+        state = found[1]
+        states.append(state)
+        actions.append(model.actions[found[0]])
     return Violation(Outcome("none"), states, actions)
 
 
@@ -75,7 +92,8 @@ def explore(
     """`check_reads` (a debugging aid for spec authors) evaluates every invariant on every state, and
     fails (BadInput) where one declared with `reads=` changes value although the fields it declares
     did not: its `reads=` is incomplete, and the normal search would have skipped a violation."""
-    key = (lambda s: s) if exact else model.fingerprint  # the builtin hash: no Python frame per state
+    # The builtin hash (no Python frame per state), or the hash of the spec's view; exact: the state or its view.
+    key = ((lambda s: s) if model.view is None else model.view) if exact else model.fingerprint
     cfg = model.config
     invariants = list(model.spec.invariants.items())
     always, by_reads = model.invariants_always, model.invariants_by_reads
@@ -104,10 +122,16 @@ def explore(
 
     frontier = []
     stop = False
+    viewed = model.view is not None
+    tie_of = model.tie
+    level_at: dict = {}  # under a view: key -> (its position in the level being built, the action that found it)
     for s in model.init_states():
         k = key(s)
         if k in parents:
+            if viewed and representative(model, frontier[level_at[k][0]][1], s):
+                frontier[level_at[k][0]] = (k, s)
             continue
+        level_at[k] = [len(frontier), -1, None]
         parents[k] = None
         generated += 1
         frontier.append((k, s))
@@ -124,6 +148,7 @@ def explore(
             break
         next_frontier = []
         append = next_frontier.append
+        level_at = {}
         for ks, s in frontier:
             successors = model.successors(s)
             expansions += 1
@@ -136,9 +161,26 @@ def explore(
                 gen_by_action[index] += 1
                 kt = key(t)
                 if kt in parents:
+                    if viewed:  # found again in the level being built: keep the representative
+                        at = level_at.get(kt)
+                        if at is not None:
+                            if at[2] is None:
+                                at[2] = tie_of(next_frontier[at[0]][1])  # the kept state's, once
+                            tie = tie_of(t)
+                            if tie < at[2]:  # `representative`, with the kept state's hash cached
+                                next_frontier[at[0]] = (kt, t)
+                                parents[kt] = ks
+                                new_by_action[at[1]] -= 1
+                                new_by_action[index] += 1
+                                at[1], at[2] = index, tie
+                                for name, inv in invariants:
+                                    if not inv(cfg, t) and record(name, kt):
+                                        stop = True
                     continue
                 parents[kt] = ks
                 new_by_action[index] += 1
+                if viewed:
+                    level_at[kt] = [len(next_frontier), index, None]
                 append((kt, t))
                 for name, inv in always:
                     if not inv(cfg, t) and record(name, kt):

@@ -25,6 +25,7 @@ from collections import deque
 
 import networkx as nx
 
+from harness.engines.bfs import representative
 from harness.errors import BadInput
 from harness.model import Model
 from harness.result import CheckResult, Violation
@@ -62,28 +63,39 @@ def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True)
     violations: list[Violation] = []
     seen_props: set[str] = set()
     queue: deque[int] = deque()
+    viewed = model.view is not None
+    identify = model.view if viewed else (lambda s: s)  # a node per view
 
     def add(state: tuple, parent: tuple[int, int] | None, depth: int) -> int:
-        node = g.index.get(state)
+        ident = identify(state)
+        node = g.index.get(ident)
         if node is not None:
+            # under a view, a node of the level being built takes the representative BFS keeps
+            if viewed and g.depth[node] == depth and representative(model, g.states[node], state):
+                g.states[node] = state
+                g.parent[node] = parent
+                check(node, state)
             return node
         node = len(g.states)
         if node >= max_states:
             raise BadInput(f"the state graph exceeds {max_states:,} states; use a smaller config or raise --max-states "
                            f"(the graph engine keeps every state and edge in memory)")
         g.states.append(state)
-        g.index[state] = node
+        g.index[ident] = node
         g.graph.add_node(node)
         g.parent[node] = parent
         g.depth[node] = depth
         queue.append(node)
+        check(node, state)
+        return node
+
+    def check(node: int, state: tuple) -> None:
         if check_safety:
             for prop in model.violated(state):
                 if prop not in seen_props:
                     seen_props.add(prop)
                     states, actions = g.path_to(node)
                     violations.append(Violation(Outcome("invariant", prop), states, actions))
-        return node
 
     for s in model.init_states():
         add(s, None, 0)
@@ -231,6 +243,15 @@ def check_liveness(g: StateGraph, name: str) -> Violation | None:
     for node, action in _cycle(g, fair_components[in_fair[entry]], entry, fair):
         states.append(g.states[node])
         actions.append(model.actions[action])
+    if model.view is not None:
+        # A node holds the first state found with its view; re-execute the actions so the trace holds
+        # the states they really lead to (equal to the nodes' on the view).
+        for i in range(1, len(states)):
+            nxt = model.apply(states[i - 1], actions[i])
+            if nxt is None:  # a field outside the view disables the step: the lasso exists only on the view
+                raise RuntimeError(f"the lasso of {name} does not re-execute at step {i}: {actions[i]} is disabled "
+                                   "by a field outside the spec's view")
+            states[i] = nxt
     return Violation(Outcome("liveness", name), states, actions, loop=loop)
 
 

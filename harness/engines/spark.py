@@ -53,7 +53,9 @@ from harness.trace import Outcome
 SMALL_LEVEL = 20_000  # frontiers below this many candidates are expanded in the driver
 INIT_ACTION = -1
 
-_FRONTIER_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("state", pa.binary())])
+# `tie`: under a spec's view, `Model.tie` (of the states with one view the smallest is kept, as in BFS); else 0
+_FRONTIER_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("tie", pa.int64()),
+                              ("state", pa.binary())])
 _PARENT_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32())])
 _VISITED_SCHEMA = pa.schema([("fp", pa.int64())])
 
@@ -90,9 +92,10 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
     fps = table.column("fp").to_numpy() if table.num_rows else np.empty(0, np.int64)
     parents = table.column("parent").to_numpy() if table.num_rows else np.empty(0, np.int64)
     actions = table.column("action").to_numpy() if table.num_rows else np.empty(0, np.int32)
+    ties = table.column("tie").to_numpy() if table.num_rows else np.empty(0, np.int64)
     blobs = table.column("state").to_pylist() if table.num_rows else []
-    # deterministic dedupe: per fingerprint keep the smallest (parent, action)
-    order = np.lexsort((actions, parents, fps))
+    # deterministic dedupe: per fingerprint keep the smallest (tie, parent, action); tie is 0 without a view
+    order = np.lexsort((actions, parents, ties, fps))
     fps, parents, actions = fps[order], parents[order], actions[order]
     first = np.ones(len(fps), bool)
     first[1:] = fps[1:] != fps[:-1]
@@ -111,10 +114,13 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
     gen_by_action = [0] * n_actions
     new_by_action = [0] * n_actions
     violations: dict[str, int] = {}
-    children: dict[int, list] = {}  # fp -> [parent, action, encoding]: duplicates collapse here
+    children: dict[int, list] = {}  # fp -> [tie, parent, action, encoding]: duplicates collapse here
     cfg = model.config
     invariants = list(model.spec.invariants.items())
     generated = 0
+    fingerprint = model.fingerprint  # of the spec's view, if it has one
+    viewed = model.view is not None
+    tie_of = model.tie
     for i, fp, a in zip(new_idx.tolist(), new_fps.tolist(), new_actions.tolist()):
         state = model.decode_trusted(blobs[i])
         if a >= 0:
@@ -129,21 +135,25 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
         generated += len(successors)
         for index, t in successors:
             gen_by_action[index] += 1
-            tf = hash(t)
+            tf = fingerprint(t)
+            tie = tie_of(t) if viewed else 0
             known = children.get(tf)
             if known is None:
-                children[tf] = [fp, index, model.encode(t)]
-            elif (fp, index) < (known[0], known[1]):
-                known[0], known[1] = fp, index  # keep the smallest (parent, action), as the owner does
-    out: dict[int, tuple[list, list, list, list]] = {}
-    for tf, (parent, index, blob) in children.items():
+                children[tf] = [tie, fp, index, model.encode(t)]
+            elif (tie, fp, index) < (known[0], known[1], known[2]):
+                if tie != known[0]:
+                    known[3] = model.encode(t)
+                known[0], known[1], known[2] = tie, fp, index  # the smallest (tie, parent, action), as the owner keeps
+    out: dict[int, tuple[list, list, list, list, list]] = {}
+    for tf, (tie, parent, index, blob) in children.items():
         block = out.get(o := owner(tf, shards))
         if block is None:
-            block = out[o] = ([], [], [], [])
+            block = out[o] = ([], [], [], [], [])
         block[0].append(tf)
         block[1].append(parent)
         block[2].append(index)
-        block[3].append(blob)
+        block[3].append(tie)
+        block[4].append(blob)
     stats = {"new": int(len(new_fps)), "generated": generated, "gen_by_action": gen_by_action,
              "new_by_action": new_by_action, "violations": violations,
              "children": sum(len(b[0]) for b in out.values())}
@@ -153,12 +163,13 @@ def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
 
 def write_frontier(job: dict, level: int, shard: int, blocks) -> int:
     """Concatenate the blocks sent to `shard` into its frontier file for `level`."""
-    cols: tuple[list, list, list, list] = ([], [], [], [])
+    cols: tuple[list, list, list, list, list] = ([], [], [], [], [])
     for block in blocks:
         for c, values in zip(cols, block):
             c.extend(values)
     table = pa.table({"fp": pa.array(cols[0], pa.int64()), "parent": pa.array(cols[1], pa.int64()),
-                      "action": pa.array(cols[2], pa.int32()), "state": pa.array(cols[3], pa.binary())},
+                      "action": pa.array(cols[2], pa.int32()), "tie": pa.array(cols[3], pa.int64()),
+                      "state": pa.array(cols[4], pa.binary())},
                      schema=_FRONTIER_SCHEMA)
     ck.write_table(job["dir"], job["id"], "frontier", level, shard, table)
     return table.num_rows
@@ -286,8 +297,9 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         init = model.init_states()
         blocks: dict[int, list] = {}
         for s in init:
-            fp = hash(s)
-            blocks.setdefault(owner(fp, shards), []).append(([fp], [0], [INIT_ACTION], [model.encode(s)]))
+            fp = model.fingerprint(s)
+            tie = model.tie(s) if model.view is not None else 0
+            blocks.setdefault(owner(fp, shards), []).append(([fp], [0], [INIT_ACTION], [tie], [model.encode(s)]))
         for p in range(shards):
             write_frontier(job, 0, p, blocks.get(p, []))
         level, totals = 0, {"distinct": 0, "generated": len(init), "states_per_depth": [],
