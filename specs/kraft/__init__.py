@@ -394,13 +394,16 @@ def commit_partition(cfg, s: State, old: Partition, new: Partition, **changes) -
 def may_disrupt(cfg, s: State, budget: str) -> bool:
     """A disruption of this kind (fault, unclean_shutdown, shrink) is left in its budget, and in the
     joint one if the config sets it."""
-    b = s.budget
-    if not getattr(b, budget):
+    if not getattr(s.budget, budget):
         return False
-    if cfg.max_disruptions < 0:
-        return True
-    used = cfg.max_faults - b.faults + cfg.max_unclean_shutdowns - b.unclean_shutdowns + cfg.max_shrinks - b.shrinks
-    return used + gone(s).bit_count() < cfg.max_disruptions
+    return cfg.max_disruptions < 0 or disruptions(cfg, s) < cfg.max_disruptions
+
+
+def disruptions(cfg, s: State) -> int:
+    """Fencings, shutdowns, ISR shrinks and permanent failures so far in this run."""
+    b = s.budget
+    spent = cfg.max_faults - b.faults + cfg.max_unclean_shutdowns - b.unclean_shutdowns + cfg.max_shrinks - b.shrinks
+    return spent + gone(s).bit_count()
 
 
 # ---------------------------------------------------------------------------------- init state
@@ -624,9 +627,7 @@ def unclean_shutdown(cfg, s, broker, new_leader):
 
 def may_disrupt_for_good(cfg, s: State) -> bool:
     """The joint disruption limit (if the config sets one) leaves room for a permanent failure."""
-    b = s.budget
-    used = cfg.max_faults - b.faults + cfg.max_unclean_shutdowns - b.unclean_shutdowns + cfg.max_shrinks - b.shrinks
-    return cfg.max_disruptions < 0 or used + gone(s).bit_count() < cfg.max_disruptions
+    return cfg.max_disruptions < 0 or disruptions(cfg, s) < cfg.max_disruptions
 
 
 def gone(s: State) -> int:
@@ -644,19 +645,13 @@ def fail_permanently(cfg, s, broker, new_leader):
     Enabled for a running broker while fewer than `max_permanent_failures` are gone.
     Next: it leaves the ISR and leadership as in a fencing, and is GONE: no rule restarts it.
     """
-    b = s.brokers[broker - 1]
-    if not running(b):
-        return None
-    new = remove_broker(cfg, s, broker, new_leader)
-    if new is None:
-        return None
-    return commit_partition(cfg, s, s.partition, new,
-                            brokers=with_broker(s, broker, fresh_broker(cfg.brokers, GONE, b.epoch, b.log, b.hwm)))
+    return shut_down(cfg, s, broker, new_leader, GONE, None)
 
 
-def shut_down(cfg, s: State, broker: int, new_leader: int, status: int, budget: str) -> State | None:
-    """A running broker stops (OFFLINE or CRASHED): it leaves the ISR and leadership, its process
-    state is gone, its log stays on disk; one unit of `budget` is spent."""
+def shut_down(cfg, s: State, broker: int, new_leader: int, status: int, budget: str | None) -> State | None:
+    """A running broker stops (GONE, OFFLINE or CRASHED): it leaves the ISR and leadership, its process
+    state is gone, its log stays on disk; one unit of `budget` is spent (a permanent failure is counted
+    by the GONE brokers instead)."""
     b = s.brokers[broker - 1]
     if not running(b):
         return None
@@ -664,8 +659,8 @@ def shut_down(cfg, s: State, broker: int, new_leader: int, status: int, budget: 
     if new is None:
         return None
     down = fresh_broker(cfg.brokers, status, b.epoch, b.log, b.hwm)
-    return commit_partition(cfg, s, s.partition, new, brokers=with_broker(s, broker, down),
-                            budget=s.budget._replace(**{budget: getattr(s.budget, budget) - 1}))
+    spent = {} if budget is None else {"budget": s.budget._replace(**{budget: getattr(s.budget, budget) - 1})}
+    return commit_partition(cfg, s, s.partition, new, brokers=with_broker(s, broker, down), **spent)
 
 
 @spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: some_broker_is(s, OFFLINE),
