@@ -22,6 +22,7 @@ import dis
 import hashlib
 import itertools
 import keyword
+import operator
 import json
 import re
 import types
@@ -307,6 +308,7 @@ class Rule:
     precondition: Callable | None = None  # (cfg, state) -> bool, checked once for all parameters
     applies: Callable | None = None  # (cfg) -> bool: False leaves the rule out of this config's model
     formats: dict[str, Callable[[Any, int], str]] = field(default_factory=dict)  # param -> (cfg, value) -> text
+    candidates: Callable | None = None  # (cfg, state) -> argument prefixes that may be enabled (a speed hint)
 
 
 @dataclass(frozen=True)
@@ -464,7 +466,7 @@ class Spec:
         return self._flags(*(n == mutation for n in self.mutations))
 
     def rule(self, fair: bool = False, precondition: Callable | None = None, applies: Callable | None = None,
-             format: dict[str, Callable[[Any, int], str]] | None = None,
+             format: dict[str, Callable[[Any, int], str]] | None = None, candidates: Callable | None = None,
              **domains: Callable[[Any], Iterable[int]]) -> Callable:
         """`@spec.rule(broker=brokers)`: a protocol rule; parameters range over finite domains.
 
@@ -474,6 +476,12 @@ class Spec:
         model of that config (a rule of another variant), so it is not reported as never firing.
         `format={"param": (cfg, value) -> text}` says how a parameter reads in traces (a target index
         as the replica list it names, 0 as "keep"); traces keep the raw values for replay.
+        `candidates(cfg, state)`, a speed hint for a rule whose parameters are mostly disabled (a message
+        slot, the broker a message is addressed to), yields the argument prefixes (tuples over the first
+        parameters, in declaration order, each at most once) outside which every action of the rule
+        returns None; the rest of the parameters range over their whole domains. Successors keep
+        action-table order, so states and traces are those of the full enumeration, which
+        `Model(use_candidates=False)` performs to test the hint.
         """
 
         def register(fn: Callable) -> Callable:
@@ -481,7 +489,7 @@ class Spec:
             if unknown:
                 raise TypeError(f"rule {fn.__name__}: format names unknown parameters {sorted(unknown)}")
             self.rules.append(Rule(fn.__name__, fn, domains, fair, (fn.__doc__ or "").strip(), precondition, applies,
-                                   dict(format or {})))
+                                   dict(format or {}), candidates))
             return fn
 
         return register
@@ -648,10 +656,13 @@ def variant_of(spec: Spec, cfg: Config) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
+_first = operator.itemgetter(0)
+
+
 class Model:
     """A spec bound to a config. Engines use only this class's methods and attributes."""
 
-    def __init__(self, spec: Spec, cfg: Config) -> None:
+    def __init__(self, spec: Spec, cfg: Config, use_candidates: bool = True) -> None:
         self.spec = spec
         self.name = spec.name
         self.config = cfg
@@ -660,7 +671,9 @@ class Model:
         # order. Successor order, and so BFS order and traces, follow this table: deterministic.
         self.actions: list[Action] = []
         self._steps: list[tuple[int, Callable, tuple]] = []
-        self._groups: list[tuple[Callable | None, int, list[tuple]]] = []  # (precondition, arity, actions)
+        # (precondition, arity, actions, candidates): `candidates` is None or (the rule's hint, its
+        # actions by argument prefix), for the rules whose `candidates=` hint is used.
+        self._groups: list[tuple[Callable | None, int, list[tuple], tuple | None]] = []
         self.rules = [r for r in spec.rules if r.applies is None or r.applies(cfg)]
         self.rule_names = [r.name for r in self.rules]
         self.action_rule: list[int] = []
@@ -673,11 +686,18 @@ class Model:
                 self.action_rule.append(rule_index)
                 group.append((len(self.actions) - 1, rule.fn, combo))
             self._steps.extend(group)
+            hint = None
+            if rule.candidates is not None and use_candidates:
+                by_prefix: dict[tuple, list] = {}
+                for entry in group:
+                    for cut in range(len(entry[2]) + 1):
+                        by_prefix.setdefault(entry[2][:cut], []).append(entry)
+                hint = (rule.candidates, by_prefix)
             # Rules of one to three parameters get their arguments unpacked here, so `successors` calls
             # them with fixed arity (a star-call builds an argument tuple per call).
             if len(names) in (1, 2, 3):
                 group = [(index, fn, *args) for index, fn, args in group]
-            self._groups.append((rule.precondition, len(names), group))
+            self._groups.append((rule.precondition, len(names), group, hint))
         self.action_index = {a: i for i, a in enumerate(self.actions)}
         self.fair_rules = [r.name for r in self.rules if r.fair]
         self.invariant_names = list(spec.invariants)
@@ -713,10 +733,18 @@ class Model:
         """All (action index, next state) pairs enabled in `state`, in action-table order."""
         cfg = self.config
         out = []
-        for pre, arity, group in self._groups:
+        for pre, arity, group, hint in self._groups:
             if pre is not None and not pre(cfg, state):
                 continue
-            if arity == 1:
+            if hint is not None:
+                candidates, by_prefix = hint
+                entries = [e for prefix in candidates(cfg, state) for e in by_prefix[prefix]]
+                entries.sort(key=_first)  # action-table order
+                for index, fn, args in entries:
+                    nxt = fn(cfg, state, *args)
+                    if nxt is not None:
+                        out.append((index, nxt))
+            elif arity == 1:
                 for index, fn, a in group:
                     nxt = fn(cfg, state, a)
                     if nxt is not None:

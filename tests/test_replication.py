@@ -8,7 +8,7 @@ from typing import NamedTuple
 import pytest
 
 from harness.engines import bfs, graph
-from harness.model import Action, Config, Spec
+from harness.model import Action, Config, Model, Spec
 from harness.registry import load_spec
 from harness.replay import replay
 from harness.trace import read_trace, write_trace
@@ -323,3 +323,29 @@ def test_bfs_keeps_the_same_representative_whatever_the_order(exact):
     trace = bfs.reconstruct(m, [m.fingerprint(Toy(0, 0)), m.fingerprint(kept), m.fingerprint(Toy(2, 0))],
                             m.fingerprint)
     assert trace.states[1] == kept
+
+
+def _states(m, limit):
+    """The first `limit` states of a breadth-first walk of `m` (exact states, no view)."""
+    seen, queue = dict.fromkeys(m.init_states()), list(m.init_states())
+    for s in queue:
+        if len(seen) >= limit:
+            break
+        for _, t in m.successors(s):
+            if t not in seen:
+                seen[t] = None
+                queue.append(t)
+    return list(seen)
+
+
+@pytest.mark.parametrize("preset,mutation", [(p, None) for p in ("p3", "tiny", "restart", "kip966_small", "kip966_loss")]
+                         + [(m.caught_at, name) for name, m in sorted(SPEC.mutations.items())])
+def test_candidate_hints_lose_no_action(preset, mutation):
+    """A rule's `candidates=` is only a speed hint: with it the successors of every state are, in order,
+    those of calling every action of the table."""
+    values = {**SPEC.presets[preset], **({"mutation": mutation} if mutation else {})}
+    cfg = SPEC.config_from_dict(values, preset=preset)
+    hinted, full = Model(SPEC, cfg), Model(SPEC, cfg, use_candidates=False)
+    assert any(h is not None for *_, h in hinted._groups) and all(h is None for *_, h in full._groups)
+    for s in _states(full, 3000 if mutation is None else 600):
+        assert hinted.successors(s) == full.successors(s)

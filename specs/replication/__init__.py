@@ -336,18 +336,46 @@ def reply(s: State, kind: int, m, reply_kind: int, r) -> dict:
             "messages_discard": send(s.messages_discard, kind, m)}
 
 
-def in_flight(kind: int):
-    """A rule precondition: some message of this type is in flight. A bag beyond the action table's
-    bound (`message_bound` slots per type) is an error, not a silent loss of transitions."""
+# ---- speed: candidate actions ------------------------------------------------------------------
+# A rule's `candidates=` names the argument prefixes that can be enabled, so that a search calls a
+# receiving rule once per message in flight instead of once per (broker, slot) pair: at `fence`, 96 rule
+# calls per state became N (docs/PERFORMANCE.md, "The replication model"). Each body still checks
+# everything; tests/test_replication.py compares every hint with the full enumeration.
 
-    def precondition(cfg, s: State) -> bool:
+
+def in_flight(kind: int, party: int):
+    """The messages of this type in flight, as (the broker field `party` of the message names, slot).
+    A bag beyond the action table's bound (`message_bound` slots per type) is an error, not a silent
+    loss of transitions."""
+
+    def candidates(cfg, s: State) -> list[tuple[int, int]]:
         msgs = s.messages[kind]
         if len(msgs) > cfg.message_bound:
             raise RuntimeError(f"{len(msgs)} messages of one type are in flight: raise message_bound "
                                f"(now {cfg.message_bound})")
-        return bool(msgs)
+        return [(msg[party], slot) for slot, msg in enumerate(msgs)]
 
-    return precondition
+    return candidates
+
+
+def unlearned_offsets(cfg, s: State):
+    """ReceiveMetadataUpdate: each registered broker's offsets past its own copy of the metadata log."""
+    end = len(s.con_metadata_log)
+    if end > cfg.metadata_log_bound:
+        raise RuntimeError(f"the metadata log holds {end} records: raise metadata_log_bound (now {cfg.metadata_log_bound})")
+    return [(b, offset) for b, log in enumerate(s.broker_metadata_log, 1) for offset in range(len(log) + 1, end + 1)]
+
+
+def fetching_from_leader(cfg, s: State):
+    """SendFetchRequest: each broker with the leader it knows of, if another broker."""
+    return [(b, md.leader) for b, md in enumerate(s.partition_metadata, 1) if md.leader not in (NO_LEADER, b)]
+
+
+def fenced_and_running(cfg, s: State):
+    """UnfenceBroker: the brokers that are fenced and running."""
+    return [(b,) for b, (reg, bs) in enumerate(zip(s.con_broker_reg, s.broker_state), 1)
+            if reg.status == FENCED and bs.status == RUNNING]
+
 
 
 def last_epoch(log: tuple) -> int:
@@ -814,7 +842,7 @@ def BrokerStart(cfg, s: State, b):
 
 
 @spec.rule(b=brokers, m=message_slots, fair=True, applies=restarts,
-           precondition=in_flight(REG_RESP))
+           candidates=in_flight(REG_RESP, 0))
 def ReceiveBrokerRegResponse(cfg, s: State, b, m):
     """Broker b: its registration is accepted; it runs with the broker epoch the controller gave it,
     caught up with the metadata log up to (not including) the record of its registration's time."""
@@ -840,7 +868,7 @@ def ReceiveBrokerRegResponse(cfg, s: State, b, m):
 # ---- metadata --------------------------------------------------------------------------------
 
 
-@spec.rule(b=brokers, offset=metadata_offsets, fair=True)
+@spec.rule(b=brokers, offset=metadata_offsets, fair=True, candidates=unlearned_offsets)
 def ReceiveMetadataUpdate(cfg, s: State, b, offset):
     """Replica at broker b: it learns the metadata log up to `offset`, whose PartitionChange record
     concerns it, and acts on it: it stays leader, becomes leader or follower in a new leader epoch,
@@ -997,7 +1025,7 @@ def SendAlterPartitionRequest(cfg, s: State, b, timed_out):
         **changes)
 
 
-@spec.rule(b=brokers, m=message_slots, fair=True, precondition=in_flight(AP_RESP))
+@spec.rule(b=brokers, m=message_slots, fair=True, candidates=in_flight(AP_RESP, 0))
 def ReceiveAlterPartitionResponse(cfg, s: State, b, m):
     """Partition leader at broker b: the controller's answer to its pending AlterPartition request;
     it adopts the new partition state, or rolls its Maximal ISR back to the ISR."""
@@ -1028,7 +1056,7 @@ def ReceiveAlterPartitionResponse(cfg, s: State, b, m):
 # ---- fetching --------------------------------------------------------------------------------
 
 
-@spec.rule(b=brokers, to=brokers, fair=True)
+@spec.rule(b=brokers, to=brokers, fair=True, candidates=fetching_from_leader)
 def SendFetchRequest(cfg, s: State, b, to):
     """Follower at broker b: it fetches from `to`, whom it believes leads, from its fetch offset with
     the epoch it last fetched (kafka-tlaplus, v3.5, ch. 2 §2.2)."""
@@ -1044,7 +1072,7 @@ def SendFetchRequest(cfg, s: State, b, to):
                       broker_fetchers=put(s.broker_fetchers, b, row))
 
 
-@spec.rule(b=brokers, m=message_slots, fair=True, precondition=in_flight(FETCH_REQ))
+@spec.rule(b=brokers, m=message_slots, fair=True, candidates=in_flight(FETCH_REQ, 1))
 def ReceiveFetchRequest(cfg, s: State, b, m):
     """Broker b: it answers a fetch: an error if it does not lead in the fetcher's leader epoch, the
     diverging epoch if the fetcher's log diverges from its own, else the next record, recording the
@@ -1091,7 +1119,7 @@ def truncate_to_safe_point(s: State, b: int, epoch: int, end: int) -> PartitionD
     return PartitionData((), data.hwm, 1)
 
 
-@spec.rule(b=brokers, m=message_slots, fair=True, precondition=in_flight(FETCH_RESP))
+@spec.rule(b=brokers, m=message_slots, fair=True, candidates=in_flight(FETCH_RESP, 1))
 def ReceiveFetchResponse(cfg, s: State, b, m):
     """Follower at broker b: it handles a fetch response, ignored if its fetcher no longer fetches the
     partition from that broker, at that offset or in that leader epoch; an error delays the fetcher; a
@@ -1260,7 +1288,7 @@ def NoDataLossShutdown(cfg, s: State, b, clean, leader):
 
 
 @spec.rule(b=brokers, m=message_slots, leader=leader_choices, fair=True, applies=restarts,
-           precondition=in_flight(REG_REQ))
+           candidates=in_flight(REG_REQ, 0))
 def ReceiveBrokerRegRequest(cfg, s: State, b, m, leader):
     """Controller: it registers broker b if it is fenced or the incarnation is the registered one,
     with the next broker epoch, unfences it (electing `leader` if the partition has none) and answers
@@ -1287,7 +1315,7 @@ def ReceiveBrokerRegRequest(cfg, s: State, b, m, leader):
 
 
 @spec.rule(b=brokers, m=message_slots, leader=leader_choices, fair=True,
-           precondition=in_flight(AP_REQ))
+           candidates=in_flight(AP_REQ, 0))
 def ReceiveAlterPartitionRequest(cfg, s: State, b, m, leader):
     """Controller: it decides an AlterPartition request from broker b. Accepted (from the leader, in its
     broker and partition epochs, with every proposed member unfenced in the epoch given) it becomes the new ISR,
@@ -1338,7 +1366,7 @@ def FenceBroker(cfg, s: State, b, leader):
                       aux_ctrs=s.aux_ctrs._replace(fence_broker_ctr=s.aux_ctrs.fence_broker_ctr + 1), **changes)
 
 
-@spec.rule(b=brokers, leader=leader_choices, fair=True)
+@spec.rule(b=brokers, leader=leader_choices, fair=True, candidates=fenced_and_running)
 def UnfenceBroker(cfg, s: State, b, leader):
     """Controller: it unfences fenced running broker b (a heartbeat), electing `leader` if the
     partition has none."""
