@@ -22,7 +22,6 @@ import dis
 import hashlib
 import itertools
 import keyword
-import operator
 import json
 import re
 import types
@@ -656,9 +655,6 @@ def variant_of(spec: Spec, cfg: Config) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-_first = operator.itemgetter(0)
-
-
 class Model:
     """A spec bound to a config. Engines use only this class's methods and attributes."""
 
@@ -739,7 +735,8 @@ class Model:
             if hint is not None:
                 candidates, by_prefix = hint
                 entries = [e for prefix in candidates(cfg, state) for e in by_prefix[prefix]]
-                entries.sort(key=_first)  # action-table order
+                if len(entries) > 1:
+                    entries.sort()  # action-table order (the first item, the action index, is unique)
                 for index, fn, args in entries:
                     nxt = fn(cfg, state, *args)
                     if nxt is not None:
