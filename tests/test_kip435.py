@@ -84,6 +84,7 @@ def test_text_reading_limits_and_terminates(args):
 
 # -------------------------------------------------------------------------------------- the model
 
+@pytest.mark.gate
 def test_ci_exhausts_without_violation_and_every_rule_fires():
     r = bfs.explore(model("ci"))
     assert r.complete and not r.violations

@@ -121,6 +121,7 @@ def test_z3_properties_agree_with_python_and_lemmas_hold_where_the_model_goes(pr
     assert disagreed or (mutation is None and not variants)  # the unsafe ones reach a violation
 
 
+@pytest.mark.gate
 def test_prove_proves_the_safe_readings_for_every_input_up_to_8_brokers():
     result = z3prove.prove(SPEC.bind(config("ci")), max_brokers=8)
     assert result["proved"] and not result["ctis"], result["ctis"]

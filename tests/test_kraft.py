@@ -200,6 +200,7 @@ def test_tiny_exhausts_without_violation_for_each_variant(variants):
     assert [w for w in r.warnings if "clean_election" not in w] == [], r.warnings
 
 
+@pytest.mark.gate
 def test_ci_exhausts_and_every_rule_fires():
     """`ci` is the coverage config: BFS exhausts it with no violation and every rule of the default
     variant, clean_election included, produces a new state somewhere."""
@@ -236,6 +237,7 @@ def test_every_mutation_is_caught_with_the_committed_shortest_trace():
         assert len(committed[0].states) == len(v.states), f"{mutation}: shortest length changed"
 
 
+@pytest.mark.gate
 @pytest.mark.parametrize("path", sorted((ROOT / "counterexamples").glob("*.itf.json")), ids=lambda p: p.name)
 def test_committed_counterexamples_replay(cli, path):
     code, out, err = cli("replay", path)
