@@ -119,3 +119,10 @@ def single_member_changes(cfg, s: State) -> bool | Violated:
                                     f"{voter_set(e.voters)} at offset {k}")
                 prev = e.voters
     return True
+
+
+# The quorum properties, and the lemma that makes them inductive, over specs/kip642/symbolic.py.
+from specs.kip642 import symbolic as _sym  # noqa: E402
+
+spec.symbolic = _sym
+spec.z3_invariants.update({**_sym.PROPERTIES, **_sym.LEMMAS})

@@ -275,7 +275,8 @@ def test_nightly_quick_writes_a_report(tmp_path):
     assert kraft["spark"]["distinct"] == bfs.explore(bind("kraft", "tiny")).stats["distinct"]
     assert kraft["z3"]["proved"] and kraft["z3"]["outcome"] == "ok" and kraft["z3"]["bmc_depth"] is None
     assert summary["models"]["zk"]["z3"]["proved"]
-    assert "z3" not in summary["models"]["kip642"]  # no symbolic form
+    assert summary["models"]["kip642"]["z3"]["proved"]
+    assert "z3" not in summary["models"]["replication"]  # no symbolic form
     assert "<svg" in (report / "report.html").read_text()
     assert summary["comparison"] == ["no previous report"]
 

@@ -9,6 +9,7 @@ import z3
 from harness.engines import bfs, z3bmc, z3prove
 from harness.errors import BadInput
 from harness.registry import load_spec
+from symbolic_support import fix, reachable as reachable_steps
 from specs.kip435 import symbolic as sym
 
 SPEC = load_spec("kip435")
@@ -28,24 +29,7 @@ def config(preset, settings=(), variants=(), mutation=None):
 
 
 def reachable(cfg, limit=4000):
-    """The model's steps (pre, rule, post) from its initial state, breadth first, up to `limit` states."""
-    model = SPEC.bind(cfg)
-    seen = dict.fromkeys(model.init_states())
-    frontier, steps = list(seen), []
-    while frontier and len(seen) < limit:
-        nxt = []
-        for s in frontier:
-            for index, t in model.successors(s):
-                steps.append((s, model.rule_names[model.action_rule[index]], t))
-                if t not in seen:
-                    seen[t] = None
-                    nxt.append(t)
-        frontier = nxt
-    return list(seen), steps
-
-
-def fix(s, values: dict):
-    return [s[f] == sym.const(s[f], v) for f, v in values.items()]
+    return reachable_steps(SPEC.bind(cfg), limit)
 
 
 def check_simulation(cfg) -> dict:

@@ -33,8 +33,16 @@ def _value(m: z3.ModelRef, x, n: int):
 
 
 def _show(sym, m, s: dict) -> dict:
+    """A model's values of the symbolic state's fields; a field that packs one broker set per broker
+    (`sym.PACKED`: N+1 slots of N+1 bits, slot b for broker b) as {broker: members}."""
     n = s["n"]
-    return {k: _value(m, s[k], n) for k in list(sym.MATCHED) + ["live"]}
+    shown = {}
+    for k in dict.fromkeys([*sym.MATCHED, *(["live"] if "live" in s else [])]):
+        v = _value(m, s[k], n)
+        if k in getattr(sym, "PACKED", ()):
+            v = {str(b): members(value_of(m, s[k]) >> (b * (n + 1)) & ((1 << (n + 1)) - 1)) for b in range(1, n + 1)}
+        shown[k] = v
+    return shown
 
 
 def _reachable_cti(sym, cfg, n: int, rule, prop, depth: int):
