@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 import click
@@ -20,7 +21,7 @@ from rich.text import Text  # text from a file or a spec is printed as Text: nev
 
 from harness import interrupt
 from harness.files import check_writable_dir, write_atomic
-from harness.errors import BadInput
+from harness.errors import BadInput, LimitReached
 from harness.interrupt import Interrupted
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -78,6 +79,45 @@ def list_cmd(as_json: bool) -> None:
 
 
 # ----------------------------------------------------------------------------------------- check
+# Which engines take each engine-specific option of `check`. An option given to an engine that does not
+# take it is refused (exit 2) rather than silently ignored; `--help` tags each option with its engines.
+# docs/ARCHITECTURE.md's table is this one (tests/test_cli_options.py checks both).
+ENGINE_OPTIONS = {
+    "seed": ("hypothesis",),
+    "exact": ("bfs",),
+    "no_deadlock": ("bfs", "spark"),
+    "max_states": ("bfs", "graph"),
+    "max_depth": ("bfs", "spark"),
+    "time_limit": ("bfs", "spark"),
+    "keep_going": ("bfs", "spark"),
+    "check_reads": ("bfs",),
+    "profile": ("hypothesis",),
+    "examples": ("hypothesis",),
+    "steps": ("hypothesis",),
+    "master": ("spark",),
+    "partitions": ("spark",),
+    "checkpoint": ("spark",),
+    "resume": ("spark",),
+    "spark_levels_only": ("spark",),
+    "depth": ("z3",),
+}
+
+
+def _engines(param: str) -> str:
+    return f"[{', '.join(ENGINE_OPTIONS[param])}] "
+
+
+def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
+    """One line naming the engines that take an option the user gave to an engine that does not."""
+    for param in ctx.command.params:
+        takes = ENGINE_OPTIONS.get(param.name)
+        if takes and engine not in takes and ctx.get_parameter_source(param.name) not in (
+                click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP):
+            flag = max(param.opts, key=len)
+            raise BadInput(f"{flag} applies to the {' and '.join(takes)} engine{'s' if len(takes) > 1 else ''}, "
+                           f"not to --engine {engine}")
+
+
 @cli.command()
 @click.argument("spec_name", metavar="SPEC")
 @click.option("--config", "preset", default=None, help="named preset (see `list`)")
@@ -87,31 +127,41 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--engine", default="bfs", type=click.Choice(ENGINES), show_default=True)
 @click.option("--out", default="traces", show_default=True, type=click.Path(file_okay=False), help="where counterexamples go")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object on stdout")
-@click.option("--seed", default=0, show_default=True, type=int, help="seed for randomised engines (recorded in traces)")
-@click.option("--exact", is_flag=True, help="store full states instead of 64-bit fingerprints")
-@click.option("--no-deadlock", is_flag=True, help="do not report states without successors")
-@click.option("--max-states", type=click.IntRange(min=1), default=None)
-@click.option("--max-depth", type=click.IntRange(min=0), default=None)
-@click.option("--time-limit", type=click.FloatRange(min=0, max=10**9), default=None, help="seconds",
+@click.option("--quiet", is_flag=True, help="no progress on stderr")
+@click.option("--progress-every", type=click.FloatRange(min=0.1, max=86400), default=30.0, show_default=True,
+              help="seconds between progress lines when stderr is not a terminal (a terminal is redrawn)")
+@click.option("--seed", default=0, show_default=True, type=int, help=_engines("seed") + "seed of the random walks (recorded in traces)")
+@click.option("--exact", is_flag=True, help=_engines("exact") + "store full states instead of 64-bit fingerprints")
+@click.option("--no-deadlock", is_flag=True, help=_engines("no_deadlock") + "do not report states without successors")
+@click.option("--max-states", type=click.IntRange(min=1), default=None,
+              help=_engines("max_states") + "stop after this many distinct states (exit 3)")
+@click.option("--max-depth", type=click.IntRange(min=0), default=None, help=_engines("max_depth") + "stop at this depth (exit 3)")
+@click.option("--time-limit", type=click.FloatRange(min=0, max=10**9), default=None,
+              help=_engines("time_limit") + "stop after this many seconds (exit 3)",
               callback=lambda ctx, param, v: _not_nan(v, "--time-limit"))
-@click.option("--continue", "keep_going", is_flag=True, help="collect one shortest trace per violated property")
-@click.option("--quiet", is_flag=True, help="no progress display")
-@click.option("--check-reads", is_flag=True, help="bfs: evaluate every invariant everywhere and check the reads= hints")
-@click.option("--profile", default="ci", show_default=True, help="hypothesis: settings profile (ci, nightly, dev)")
-@click.option("--examples", type=click.IntRange(min=1), default=None, help="hypothesis: runs to generate")
-@click.option("--steps", type=click.IntRange(min=1), default=None, help="hypothesis: steps per run")
-@click.option("--master", default="local[*]", show_default=True, help="spark: master URL ('' under spark-submit)")
-@click.option("--partitions", type=click.IntRange(min=1), default=None, help="spark: shards (default: cores)")
-@click.option("--checkpoint", default=None, help="spark: checkpoint directory (default under checkpoints/)")
-@click.option("--resume", is_flag=True, help="spark: continue from the checkpoint")
+@click.option("--continue", "keep_going", is_flag=True, help=_engines("keep_going") + "collect one shortest trace per violated property")
+@click.option("--check-reads", is_flag=True, help=_engines("check_reads") + "evaluate every invariant everywhere and check the reads= hints")
+@click.option("--profile", default="ci", show_default=True, help=_engines("profile") + "settings profile (ci, nightly, dev)")
+@click.option("--examples", type=click.IntRange(min=1), default=None, help=_engines("examples") + "runs to generate")
+@click.option("--steps", type=click.IntRange(min=1), default=None, help=_engines("steps") + "steps per run")
+@click.option("--master", default="local[*]", show_default=True, help=_engines("master") + "master URL ('' under spark-submit)")
+@click.option("--partitions", type=click.IntRange(min=1), default=None, help=_engines("partitions") + "shards (default: cores)")
+@click.option("--checkpoint", default=None, help=_engines("checkpoint") + "checkpoint directory (default under checkpoints/)")
+@click.option("--resume", is_flag=True, help=_engines("resume") + "continue from the checkpoint")
 @click.option("--every-level-on-spark", "spark_levels_only", is_flag=True,
-              help="spark: run small levels on Spark too, not in the driver (to try a cluster on a small model)")
+              help=_engines("spark_levels_only") + "run small levels on Spark too, not in the driver (to try a cluster on a small model)")
 @click.option("--depth", type=click.IntRange(min=0), default=12, show_default=True,
-              help="z3: bound of the bounded model check (abstract steps)")
-def check(spec_name, preset, settings, variants, mutation, engine, out, as_json, seed, exact, no_deadlock,
-          max_states, max_depth, time_limit, keep_going, quiet, check_reads, profile, examples, steps, master,
+              help=_engines("depth") + "bound of the bounded model check (abstract steps)")
+@click.pass_context
+def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_json, quiet, progress_every, seed, exact,
+          no_deadlock, max_states, max_depth, time_limit, keep_going, check_reads, profile, examples, steps, master,
           partitions, checkpoint, resume, spark_levels_only, depth) -> None:
-    """Check SPEC's invariants with an engine; write a trace per violation."""
+    """Check SPEC's invariants with an engine; write a trace per violation.
+
+    Results go to stdout (a summary, or one JSON object with --json), progress and diagnostics to
+    stderr. Exit 0: no violation in the whole space (or budget); 1: a violation; 2: bad input; 3: a
+    limit stopped the search first. Options tagged [engine, ...] apply to those engines only."""
+    _refuse_options_of_other_engines(ctx, engine)
     from harness.check import exit_code, summary, write_counterexamples
     from harness.engines import bfs
     from harness.registry import load_spec
@@ -122,6 +172,7 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
     if no_deadlock:
         model.check_deadlock = False
     check_writable_dir(Path(out), "--out")  # before the search: its result must have somewhere to go
+    _progress.every = progress_every
     if engine == "spark":
         from harness.engines import spark
 
@@ -145,7 +196,8 @@ def check(spec_name, preset, settings, variants, mutation, engine, out, as_json,
         from harness.engines import hypothesis
 
         with _progress(quiet, "testing with Hypothesis ...") as progress:
-            result = hypothesis.explore(model, profile=profile, examples=examples, steps=steps, seed=seed)
+            result = hypothesis.explore(model, profile=profile, examples=examples, steps=steps, seed=seed,
+                                        progress=progress)
         seed = result.stats.get("seed")
     else:
         with _progress(quiet) as progress:
@@ -169,28 +221,60 @@ def _not_nan(value: float | None, option: str) -> float | None:
 _last_progress: dict = {}  # the last figures an engine reported: what an interrupted run had done
 
 
+def _header(model, engine: str, seed: int | None) -> str:
+    """What is being checked: spec, config, every variant (defaults included), mutation, engine, seed."""
+    from harness.model import preset_of, variant_of
+
+    variants = " ".join(f"{k}={v}" for k, v in variant_of(model.spec, model.config).items()) or "-"
+    return (f"{model.name} config={preset_of(model.config) or '(defaults)'} variants: {variants} "
+            f"mutation={model.config.mutation} engine={engine}" + ("" if seed is None else f" seed={seed}"))
+
+
+def _progress_line(p: dict) -> str:
+    """One progress line from an engine's figures: a search's states, depth, frontier and rate, or a
+    budgeted run's share of its budget with an ETA."""
+    elapsed = p["elapsed"]
+    if "budget" in p:  # Hypothesis: runs of a known budget
+        done, total = p["runs"], p["budget"]
+        eta = f", ETA {elapsed / done * (total - done):,.0f} s" if done else ""
+        return f"{done:,} of {total:,} runs ({done / total:.0%}), {p['steps']:,} steps, {elapsed:,.0f} s{eta}"
+    rate = p["distinct"] / elapsed if elapsed else 0
+    return (f"{p['distinct']:,} distinct  {p['generated']:,} generated  depth {p['depth']}  "
+            f"frontier {max(p['queue'], 0):,}  {rate:,.0f} states/s  {elapsed:,.0f} s")
+
+
 class _progress:
-    """A live one-line progress display on stderr (rate, depth, queue); silent with --quiet. It
-    keeps the last figures either way, so that an interrupted run can report them as partial."""
+    """Progress on stderr: a line redrawn in place on a terminal, else a plain line every `every`
+    seconds (like TLC's progress lines, for CI logs); nothing with --quiet. It keeps the last figures
+    either way, so that an interrupted run can report them as partial."""
+
+    every = 30.0
 
     def __init__(self, quiet: bool, message: str = "exploring ...") -> None:
-        self.quiet = quiet or not err.is_terminal
+        self.quiet = quiet
         self.message = message
         self.status = None
+        self.next_line = None
 
     def __enter__(self):
         if not self.quiet:
-            self.status = err.status(self.message)
-            self.status.__enter__()
+            if err.is_terminal:
+                self.status = err.status(self.message)
+                self.status.__enter__()
+            else:
+                self.next_line = time.monotonic() + self.every
         return self.update
 
     def update(self, p: dict) -> None:
         _last_progress.update(p)
-        if self.status is None:
-            return
-        rate = p["distinct"] / p["elapsed"] if p["elapsed"] else 0
-        self.status.update(f"{p['distinct']:,} distinct  {p['generated']:,} generated  depth {p['depth']}  "
-                           f"queue {p['queue']:,}  {rate:,.0f} states/s")
+        if p.get("spark_ui") and not self.quiet and not getattr(self, "ui_shown", False):
+            self.ui_shown = True
+            print(f"Spark UI: {p['spark_ui']}", file=sys.stderr, flush=True)
+        if self.status is not None:
+            self.status.update(_progress_line(p))
+        elif self.next_line is not None and time.monotonic() >= self.next_line:
+            self.next_line = time.monotonic() + self.every
+            print(f"progress: {_progress_line(p)}", file=sys.stderr, flush=True)
 
     def __exit__(self, *exc) -> None:
         if self.status is not None:
@@ -199,8 +283,7 @@ class _progress:
 
 def _print_result(model, result) -> None:
     s = result.stats
-    preset = getattr(model.config, "_preset", None)
-    err.print(f"[bold]{model.name}[/bold] config={preset} mutation={model.config.mutation} engine={result.engine}")
+    out.print(Text(_header(model, result.engine, s.get("seed") if result.engine == "hypothesis" else None), "bold"))
     if result.engine == "graph":
         bits = [f"{s['states']:,} states", f"{s['edges']:,} edges", f"{s['sccs']:,} SCCs", f"{s['terminal_states']:,} terminal",
                 f"depth {s['depth']}", f"{s['seconds']:.2f} s"]
@@ -229,14 +312,14 @@ def _print_result(model, result) -> None:
         bits.append(f"{s['states_per_second']:,} states/s")
     if s.get("peak_rss_bytes"):
         bits.append(f"peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB")
-    err.print("  " + ", ".join(bits))
+    out.print("  " + ", ".join(bits))
     if "collision_probability" in s:
-        err.print(f"  fingerprint collision probability (optimistic, n*(g-n)/2^64): {s['collision_probability']:.1e}")
+        out.print(f"  fingerprint collision probability (optimistic, n*(g-n)/2^64): {s['collision_probability']:.1e}")
     if result.coverage:
         table = Table("rule", "distinct", "generated", title="coverage", title_justify="left", box=None, padding=(0, 2))
         for rule, c in result.coverage.items():
             table.add_row(rule, f"{c['distinct']:,}", f"{c['generated']:,}")
-        err.print(table)
+        out.print(table)
     for w in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {w}")
     if result.violations:
@@ -245,15 +328,17 @@ def _print_result(model, result) -> None:
         for i, v in enumerate(result.violations):  # on stdout: each trace inline, its VIOLATION line last
             _print_lines(([Text("")] if i else []) + violation_lines(model, v))
     elif result.engine == "z3":
-        err.print(f"[green]no violation[/green] of {', '.join(result.stats['properties'])} within {result.stats['depth']} "
+        out.print(f"[green]no violation[/green] of {', '.join(result.stats['properties'])} within {result.stats['depth']} "
                   "abstract steps" + ("" if result.complete else " examined (incomplete: see the warning)"))
     elif result.complete and result.engine == "hypothesis":
-        err.print("[green]no violation[/green] in the whole budget of runs")
+        out.print("[green]no violation[/green] in the whole budget of runs")
     elif result.complete:
-        err.print("[green]no violation[/green]: the state space was exhausted")
+        out.print("[green]no violation[/green]: the state space was exhausted")
     else:
-        err.print(f"[yellow]no violation found, but the search stopped early ({result.stopped_by}): "
-                  "incomplete, exit 3[/yellow]")
+        limit = {"time-limit": "--time-limit", "max-states": "--max-states", "max-depth": "--max-depth"}.get(
+            result.stopped_by, result.stopped_by)
+        out.print(f"[yellow]no verdict: the search stopped at {limit} before the space was exhausted "
+                  "(exit 3)[/yellow]")
 
 
 # ---------------------------------------------------------------------------------- replay / show
@@ -270,9 +355,9 @@ def replay_cmd(trace_path: str, as_json: bool) -> None:
         print(json.dumps(report.to_json(), indent=1))
     else:
         verdict = Text("OK ", "green") if report.ok else Text("DIVERGES ", "red")
-        (err if not report.ok else out).print(verdict + report.message)
+        out.print(verdict + report.message)
         for var, (rec, rep) in report.differences.items():
-            err.print(Text(f"  {var}: recorded {rec}, replayed {rep}"))
+            out.print(Text(f"  {var}: recorded {rec}, replayed {rep}"))
     sys.exit(0 if report.ok else 1)
 
 
@@ -345,32 +430,43 @@ def describe_cmd(spec_name: str, preset: str | None, as_json: bool) -> None:
 @click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE")
 @click.option("--mutation", default=None)
 @click.option("--format", "fmt", type=click.Choice(["dot", "graphml", "json"]), default="dot", show_default=True)
-@click.option("--out", "out_path", default=None, help="file to write (default: SPEC-CONFIG.FORMAT)")
-@click.option("--max-states", type=click.IntRange(min=1), default=None)
-@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_path, max_states, as_json) -> None:
+@click.option("--out", "out_dir", default="traces", show_default=True,
+              help="the folder the graph is written to, as SPEC-CONFIG.FORMAT; '-': the graph on stdout")
+@click.option("--max-states", type=click.IntRange(min=1), default=None, help="stop beyond this many states (exit 3)")
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON (on stderr with --out -)")
+def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_dir, max_states, as_json) -> None:
     """Export the reachable state graph (networkx) with action labels on edges, and summarise it."""
+    import tempfile
+
     from harness.engines import graph
     from harness.registry import load_spec
 
     spec = load_spec(spec_name)
     cfg = spec.config(preset, settings, variants, mutation)
     model = spec.bind(cfg)
-    path = out_path or f"{spec_name}-{preset or spec.default_preset}.{fmt}"
-    check_writable_dir(Path(path).parent, "--out")
-    if Path(path).is_dir():
-        raise BadInput(f"--out {path}: is a directory; name the file to write")
+    to_stdout = out_dir == "-"
+    if not to_stdout:
+        check_writable_dir(Path(out_dir), "--out")
     g, _ = graph.build(model, max_states or graph.MAX_STATES, check_safety=False)
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        graph.write(g, path, fmt)
-    except OSError as exc:
-        raise BadInput(f"--out {path}: cannot be written: {exc.strerror or exc}") from None
-    info = dict(graph.summary(g), file=path, format=fmt)
-    if as_json:
-        print(json.dumps(info, indent=1))
+    name = f"{spec_name}-{preset or spec.default_preset}.{fmt}"
+    if to_stdout:
+        with tempfile.TemporaryDirectory() as tmp:
+            graph.write(g, str(Path(tmp) / name), fmt)
+            sys.stdout.write((Path(tmp) / name).read_text())
+        path = "-"
     else:
-        out.print(", ".join(f"{k} {v}" for k, v in info.items()))
+        path = str(Path(out_dir) / name)
+        try:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            write_atomic(Path(path), lambda p: graph.write(g, str(p), fmt))
+        except OSError as exc:
+            raise BadInput(f"--out {out_dir}: cannot be written: {exc.strerror or exc}") from None
+    info = dict(graph.summary(g), file=path, format=fmt)
+    console = err if to_stdout else out  # stdout holds the graph itself with --out -
+    if as_json:
+        console.print_json(json.dumps(info)) if to_stdout else print(json.dumps(info, indent=1))
+    else:
+        console.print(", ".join(f"{k} {v}" for k, v in info.items()))
 
 
 @cli.command("prove")
@@ -382,20 +478,20 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_path, ma
 @click.option("--brokers", type=click.IntRange(min=1, max=16), default=8, show_default=True, help="up to N brokers")
 @click.option("--depth", type=click.IntRange(min=0), default=6, show_default=True,
               help="BMC depth used to decide whether a CTI is reachable")
-@click.option("--out", default="traces", show_default=True, type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", default="traces", show_default=True, type=click.Path(file_okay=False),
               help="where CTIs are written (two-state ITF traces over the symbolic state)")
 @click.option("--json", "as_json", is_flag=True)
-def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth, out, as_json) -> None:
+def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth, out_dir, as_json) -> None:
     """Prove SPEC's properties inductive with Z3 for up to N brokers; print CTIs with their reachability."""
     from harness.engines import z3prove
     from harness.registry import load_spec
 
     spec = load_spec(spec_name)
     model = spec.bind(spec.config(preset, (), variants, mutation))
-    check_writable_dir(Path(out), "--out")
+    check_writable_dir(Path(out_dir), "--out")
     result = z3prove.prove(model, list(properties) or None, brokers, depth)
     for cti in result["ctis"]:
-        path = Path(out) / f"{spec_name}-{mutation or 'none'}-{cti['rule']}-{cti['property']}-cti.itf.json"
+        path = Path(out_dir) / f"{spec_name}-{mutation or 'none'}-{cti['rule']}-{cti['property']}-cti.itf.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(z3prove.cti_itf(result, cti), indent=1)
         write_atomic(path, lambda p: p.write_text(text))
@@ -404,12 +500,12 @@ def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth,
         print(json.dumps(result, indent=1))
     else:
         verdict = "[green]PROVED[/green]" if result["proved"] else "[red]NOT INDUCTIVE[/red]"
-        err.print(f"{verdict} {', '.join(result['properties'])} for 1..{brokers} brokers: "
+        out.print(f"{verdict} {', '.join(result['properties'])} for 1..{brokers} brokers: "
                   f"{result['checks']} checks in {result['seconds']} s")
         for cti in result["ctis"]:
-            err.print(f"CTI {cti['rule']} breaks {cti['property']} ({cti['brokers']} brokers): {cti['reachability']}")
-            err.print(f"  pre:  {cti['pre']}")
-            err.print(f"  post: {cti['post']}  params {cti['params']}  -> {cti['file']}")
+            out.print(f"CTI {cti['rule']} breaks {cti['property']} ({cti['brokers']} brokers): {cti['reachability']}")
+            out.print(f"  pre:  {cti['pre']}")
+            out.print(f"  post: {cti['post']}  params {cti['params']}  -> {cti['file']}")
     sys.exit(0 if result["proved"] else 1)
 
 
@@ -439,8 +535,7 @@ def _interrupted(exc: Interrupted) -> None:
     if not _exiting.acquire(blocking=False):
         threading.Event().wait()  # the other thread is saying it and exits the process
     p = _last_progress
-    done = (f"partial: {p['distinct']:,} distinct states, {p['generated']:,} generated, depth {p['depth']}, "
-            f"{p['elapsed']:.1f} s" if p else "no figures yet")
+    done = f"partial: {_progress_line(p)}" if p else "no figures yet"
     hint = interrupt.hint()
     print(f"interrupted by {exc.name}: no verdict ({done})" + (f"; {hint}" if hint else ""), file=sys.stderr)
     # Exit now: tearing down millions of states (or waiting on library threads) would take seconds.
@@ -478,6 +573,10 @@ def _main() -> None:
         _fail(exc.format_message().replace("\n", " "))
     except BadInput as exc:
         _fail(str(exc))
+    except LimitReached as exc:  # no verdict: one line, exit 3
+        line = " ".join(str(exc).split())
+        print(f"stopped: {line}", file=sys.stderr)
+        sys.exit(exc.exit_code)
     except Interrupted as exc:
         _interrupted(exc)
     except KeyboardInterrupt:  # a Ctrl-C that arrived before the handler was installed

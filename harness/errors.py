@@ -7,3 +7,11 @@ class BadInput(Exception):
     line and exits with code 2; no traceback."""
 
     exit_code = 2
+
+
+class LimitReached(Exception):
+    """A search stopped by a limit the user set or a default bound (--max-states, --time-limit, the graph
+    engine's state limit) before it could give a verdict. The CLI prints `stopped: <message>` on one line
+    and exits with code 3."""
+
+    exit_code = 3

@@ -55,10 +55,11 @@ class CheckResult:
             c = self.coverage[rule_names[rule_index]]
             c["distinct"] += discovered[index]
             c["generated"] += generated[index]
-        where = "in the whole state space" if self.complete else "in the explored part"
+        if not self.complete:  # a stopped search says nothing about rules it did not reach (the table shows 0)
+            return
         for rule in self.never_fired():
-            self.warnings.append(f"rule {rule} never fired {where}: a modelling error, or budgets in this "
-                                 "config too small to enable it")
+            self.warnings.append(f"rule {rule} never fired in the whole state space: a modelling error, or budgets "
+                                 "in this config too small to enable it")
 
     def never_fired(self) -> list[str]:
         return [rule for rule, c in self.coverage.items() if c.get("generated", 0) == 0]

@@ -151,10 +151,11 @@ def test_kraft_liveness_lasso_replays_through_the_cli(tmp_path, cli):
 @pytest.mark.parametrize("fmt, spec_name", [("graphml", "kraft"), ("json", "kraft"),
                                             ("dot", "example")])  # pydot parses kraft tiny's DOT in 30 s
 def test_graph_exports_load_back(tmp_path, cli, fmt, spec_name):
-    path = tmp_path / f"g.{fmt}"
-    code, out, err = cli("graph", spec_name, "--config", "tiny", "--format", fmt, "--out", path, "--json")
+    path = tmp_path / f"{spec_name}-tiny.{fmt}"  # --out is the folder; the file is SPEC-CONFIG.FORMAT
+    code, out, err = cli("graph", spec_name, "--config", "tiny", "--format", fmt, "--out", tmp_path, "--json")
     assert code == 0, err
     info = json.loads(out)
+    assert info["file"] == str(path) and sorted(p.name for p in tmp_path.iterdir()) == [path.name]
     if fmt == "graphml":
         G = nx.read_graphml(path)
     elif fmt == "json":
@@ -172,9 +173,21 @@ def test_graph_exports_load_back(tmp_path, cli, fmt, spec_name):
         assert svg.returncode == 0 and "<svg" in svg.stdout
 
 
+def test_graph_writes_to_stdout_with_out_dash(tmp_path):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "harness", "graph", "example", "--out", "-"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.startswith('digraph "example"') and "states 17" in p.stderr
+    assert list(tmp_path.iterdir()) == []  # no file named "-", nothing in the current folder
+
+
 def test_graph_refuses_a_state_space_over_its_limit(cli):
     code, _, err = cli("graph", "kraft", "--config", "tiny", "--max-states", "100")
-    assert code == 2 and err.startswith("error:") and "Traceback" not in err
+    assert code == 3 and err.startswith("stopped:") and len(err.splitlines()) == 1 and "Traceback" not in err
+    code, _, err = cli("check", "kraft", "--config", "tiny", "--engine", "graph", "--max-states", "100", "--quiet")
+    assert code == 3 and err.startswith("stopped:") and "100 states" in err
 
 
 # ------------------------------------------------------------------------------------------ Spark

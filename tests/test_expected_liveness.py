@@ -90,4 +90,4 @@ def test_the_graph_summary_names_an_expected_failure(tmp_path):
                        timeout=300)
     assert p.returncode == 1
     assert "liveness ReassignmentCompletes: FAILS (lasso of 7 steps, loop at 7) - an expected failure here" in \
-        " ".join(p.stderr.split())
+        " ".join(p.stdout.split())

@@ -343,7 +343,7 @@ def test_end_to_end_check_replay_edit_truncate(cli, tmp_path):
     edited.write_text(json.dumps(doc))
     code, out, err = cli("replay", edited)
     assert code == 1
-    assert "step 1" in err and "log" in err
+    assert "step 1" in out and "log" in out
 
     truncated = tmp_path / "truncated.itf.json"
     truncated.write_text(trace.read_text()[:200])

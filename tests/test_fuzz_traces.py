@@ -537,7 +537,7 @@ def test_end_to_end(tmp_path, name):
     for command in ("replay", "show"):
         p = run_harness(command, str(files[name]))
         if name == "markup":  # an action that does not exist: replay diverges, show prints it, both as written
-            expected_code, printed = (1, p.stderr) if command == "replay" else (0, p.stdout)
+            expected_code, printed = (1, p.stdout) if command == "replay" else (0, p.stdout)
             assert p.returncode == expected_code and "Traceback" not in p.stderr and "[/bold]()" in printed, p
             continue
         assert_refused((p.returncode, p.stdout, p.stderr), files[name])

@@ -246,14 +246,19 @@ def test_hypothesis_walks_a_config_too_big_to_exhaust():
 
 
 def test_hypothesis_finds_a_caught_mutation_and_its_trace_replays(tmp_path):
-    from harness.engines import hypothesis as hyp
+    """In a fresh process, as a user runs it: in-process, after the CLI fuzzer's runs, the same derandomized
+    walks missed the violation (a dependence on process history still to be found; docs/ARCHITECTURE.md)."""
+    import json
+    import subprocess
+    import sys
 
-    m = model("restart_faults", mutation="ap_ignores_broker_epoch")
-    result = hyp.explore(m, profile="ci", examples=300, steps=40)  # derandomized: the same walks every run
-    (v,) = result.violations
-    assert v.outcome.property == "LeaderCandidateCompletenessProperty" and v.depth == 12  # minimised to BFS's length
-    path = write_trace(tmp_path / "h.itf.json", m, v.states, v.actions, v.outcome, "hypothesis")
-    assert replay(read_trace(path)).ok
+    p = subprocess.run([sys.executable, "-m", "harness", "check", "replication", "--config", "restart_faults",
+                        "--mutation", "ap_ignores_broker_epoch", "--engine", "hypothesis", "--examples", "300",
+                        "--steps", "40", "--json", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1, p.stderr
+    (v,) = json.loads(p.stdout)["violations"]
+    assert v["property"] == "LeaderCandidateCompletenessProperty" and v["length"] == 12  # minimised to BFS's length
+    assert replay(read_trace(v["trace"])).ok
 
 
 def test_spark_driver_levels_give_the_bfs_count_at_p3(tmp_path):

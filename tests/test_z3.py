@@ -290,9 +290,9 @@ def test_bmc_agrees_with_bfs_where_nothing_is_wrong(cli, tmp_path):
 
 
 def test_prove_labels_the_min_isr_mutation_cti_reachable_and_writes_itf(cli, tmp_path):
-    code, _, err = cli("prove", "kraft", "--config", "ci", "--mutation", "completion_ignores_min_isr", "--brokers", "3",
+    code, out, _ = cli("prove", "kraft", "--config", "ci", "--mutation", "completion_ignores_min_isr", "--brokers", "3",
                        "--out", tmp_path)
-    assert code == 1 and "reachable in" in err
+    assert code == 1 and "reachable in" in out
     # an AlterPartition that completes, and an only-removing reassignment that completes at once
     paths = sorted(tmp_path.glob("*CompletionRespectsMinIsr-cti.itf.json"))
     assert [p.name.split("-")[2] for p in paths] == ["alter_partition_reassignments", "handle_alter_partition"]

@@ -149,6 +149,7 @@ def explore(
         next_frontier = []
         append = next_frontier.append
         level_at = {}
+        level_start = expansions
         for ks, s in frontier:
             successors = model.successors(s)
             expansions += 1
@@ -208,7 +209,8 @@ def explore(
                 elapsed = time.perf_counter() - started
                 if progress:
                     progress({"distinct": len(parents), "generated": generated, "depth": depth + 1,
-                              "queue": len(frontier) - expansions + len(next_frontier), "elapsed": elapsed})
+                              "queue": len(frontier) - (expansions - level_start) + len(next_frontier),
+                              "elapsed": elapsed})
                 if time_limit is not None and elapsed >= time_limit:
                     stopped_by, stop = "time-limit", True
                     break

@@ -26,7 +26,7 @@ from collections import deque
 import networkx as nx
 
 from harness.engines.bfs import representative
-from harness.errors import BadInput
+from harness.errors import BadInput, LimitReached
 from harness.model import Model
 from harness.result import CheckResult, Violation
 from harness.trace import Outcome
@@ -78,7 +78,7 @@ def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True)
             return node
         node = len(g.states)
         if node >= max_states:
-            raise BadInput(f"the state graph exceeds {max_states:,} states; use a smaller config or raise --max-states "
+            raise LimitReached(f"the state graph exceeds {max_states:,} states; use a smaller config or raise --max-states "
                            f"(the graph engine keeps every state and edge in memory)")
         g.states.append(state)
         g.index[ident] = node

@@ -88,6 +88,13 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
     # Counters over all runs: walks begun, model steps taken, and the distinct walks (Hypothesis
     # re-runs copies of earlier runs with one part duplicated, which repeats walks).
     namespace: dict = {"model": model, "last_run": None, "walks": 0, "steps": 0, "walk_digests": set()}
+    runs = [0]  # runs begun; `listeners`, if any, hear of them (explore's progress)
+    listeners: list = []
+
+    def report_run(machine: type) -> None:
+        runs[0] += 1
+        for listener in listeners:
+            listener(runs[0], machine.steps)
 
     def __init__(self):
         RuleBasedStateMachine.__init__(self)
@@ -148,6 +155,7 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
         begin(self, **draws)
         type(self).last_run = self
         type(self).walks += 1
+        report_run(type(self))
 
     namespace["start"] = start
 
@@ -226,7 +234,9 @@ def build_machine(model: Model, swarm: bool = True) -> type[RuleBasedStateMachin
 
         namespace["invariant_no_deadlock"] = no_deadlock
 
-    return type(f"{model.name.capitalize()}Machine", (RuleBasedStateMachine,), namespace)
+    machine = type(f"{model.name.capitalize()}Machine", (RuleBasedStateMachine,), namespace)
+    machine.run_listeners = listeners
+    return machine
 
 
 def shorten(model: Model, states: list, actions: list, outcome: Outcome) -> tuple[list, list]:
@@ -250,10 +260,20 @@ def profile_settings(profile: str, examples: int | None = None, steps: int | Non
 
 
 def explore(model: Model, *, profile: str = "ci", examples: int | None = None, steps: int | None = None,
-            seed: int = 0) -> CheckResult:
-    """Run the generated state machine; a failure becomes a shrunk, replayable Violation."""
+            seed: int = 0, progress=None) -> CheckResult:
+    """Run the generated state machine; a failure becomes a shrunk, replayable Violation. `progress`, if
+    given, hears of the runs done of the budget (about every 1% of it)."""
     machine = build_machine(model)
     chosen = profile_settings(profile, examples, steps)
+    if progress is not None:
+        every = max(1, chosen.max_examples // 100)
+
+        def on_run(done: int, steps_taken: int) -> None:
+            if done % every == 0 or done == chosen.max_examples:
+                progress({"runs": done, "budget": chosen.max_examples, "steps": steps_taken,
+                          "elapsed": time.monotonic() - started})
+
+        machine.run_listeners.append(on_run)
     # A derandomized profile runs from a fixed seed. Hypothesis's own derandomization seeds from a digest
     # of the test's source and signature, which here moved with unrelated edits to the harness: one edit
     # turned "found in 606 walks" into "not found in 6,299" for the same model (docs/ARCHITECTURE.md).

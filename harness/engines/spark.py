@@ -318,6 +318,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         try:
             session["spark"] = (session_factory or start_session)(master, log_file)
             session["start_seconds"] = time.monotonic() - t
+            session["ui"] = getattr(session["spark"], "uiWebUrl", None)  # shown with the progress
         except Exception as exc:  # reported when Spark is first needed
             session["error"] = exc
 
@@ -372,7 +373,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                 _drop_consumed(job, level - 1)
                 if progress:
                     progress({"distinct": totals["distinct"], "generated": totals["generated"], "depth": level,
-                              "queue": frontier, "elapsed": time.monotonic() - started})
+                              "queue": frontier, "elapsed": time.monotonic() - started, "spark_ui": session.get("ui")})
     except interrupt.Interrupted:
         if "spark" in session:
             stop_session(session["spark"])
