@@ -10,25 +10,38 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test ci nightly ci-baseline bench clean counterexamples
+.PHONY: run test ci nightly ci-baseline bench clean counterexamples constraints
 
-$(STAMP): pyproject.toml
+# constraints.txt pins every package the project installs (the versions tested here); CI's pip cache is
+# keyed on it and on pyproject.toml. After changing a dependency: make constraints.
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+constraints:  ## re-pin constraints.txt to what .venv holds
+	$(PY) -m pip freeze --exclude-editable | grep -v '^kafka-reassignment-harness' > constraints.txt
 
 run: $(STAMP)  ## the main job
 	$(PY) -m harness check kraft --config ci
 
-test: $(STAMP)
-	$(PY) -m pytest
+# Debian's Chromium for the browser tests (Playwright drives it; its own browser download needs a network
+# this project does not assume). Installed once, as root or through sudo.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	@command -v apt-get >/dev/null || { echo "the browser tests need Chromium at $(CHROMIUM): install it" >&2; exit 1; }
+	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium || \
+	  { $(if $(filter 0,$(shell id -u)),,sudo) apt-get update && $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium; }
 
-ci: $(STAMP)  ## the CI gate (ci/gate.py): pytest, ci exhaustion, mutation adequacy, corpus replay, Hypothesis, baseline
-	$(PY) ci/gate.py
+test: $(STAMP) $(CHROMIUM)
+	CHROMIUM=$(CHROMIUM) $(PY) -m pytest
 
-nightly: $(STAMP)  ## the nightly job (ci/nightly.py): Spark exhaustion, Hypothesis nightly, liveness; reports/<UTC>/
-	$(PY) ci/nightly.py
+ci: $(STAMP) $(CHROMIUM)  ## the CI gate (ci/gate.py): pytest, ci exhaustion, mutation adequacy, corpus replay, Hypothesis, baseline
+	CHROMIUM=$(CHROMIUM) $(PY) ci/gate.py
+
+nightly: $(STAMP)  ## the nightly job (ci/nightly.py): Spark exhaustion, Hypothesis nightly, liveness; reports/<date>T<time>/
+	$(PY) ci/nightly.py $(ARGS)
 
 ci-baseline: $(STAMP)  ## rewrite ci/baseline.json from the current models
 	$(PY) ci/gate.py --write-baseline

@@ -7,12 +7,18 @@ proof and BMC to depth 16 at the `nightly` config; then the project's fuzzers (m
 command lines, damaged checkpoints) at their long profile. Writes reports/<UTC timestamp>/:
 summary.json, report.html (states per depth, per-rule coverage, time per engine, as inline SVG),
 every counterexample as ITF, and a comparison with the previous report. Exit 1 on any violation
-of a default (unmutated) configuration. NIGHTLY_QUICK=1 runs a reduced version (tests).
+of a default (unmutated) configuration, on a liveness failure the spec does not declare and on a declared
+one that no longer reproduces. NIGHTLY_QUICK=1 (or --quick) runs a reduced version (tests).
+
+The Hypothesis seed is the UTC date (YYYYMMDD), printed and recorded: `--seed S` repeats a night's walks,
+`--date YYYY-MM-DD` runs as of another night (tests). The report (ci/report.py, ci/templates/) starts
+with a status matrix, links every trace with its replay and show commands, and draws trends from every
+earlier summary.json under the reports folder.
 """
 
 from __future__ import annotations
 
-import html
+import argparse
 import json
 import os
 import shutil
@@ -31,24 +37,30 @@ from harness.checkpoint import CheckpointRefused  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
 from harness.check import write_counterexamples  # noqa: E402
 from harness.corpus import REGRESSIONS, liveness_verdicts  # noqa: E402
+from harness.model import config_to_dict  # noqa: E402
+
+import report  # noqa: E402  (ci/report.py)
 
 QUICK = os.environ.get("NIGHTLY_QUICK") == "1"
+CHANGES: dict[str, str] = {}  # spec -> mutation made the default (--protocol-change, for testing the job)
 
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def save_violations(model, result, folder: Path) -> list[str]:
-    write_counterexamples(model, result, folder, None)
-    return [str(Path(v.trace_path).relative_to(folder)) for v in result.violations]
+def save_violations(model, result, folder: Path, seed: int | None = None) -> list[dict]:
+    write_counterexamples(model, result, folder, seed)
+    return [{"property": v.outcome.property or v.outcome.kind, "file": str(Path(v.trace_path).relative_to(folder))}
+            for v in result.violations]
 
 
-def run_model(name: str, folder: Path) -> dict:
+def run_model(name: str, folder: Path, seed: int) -> dict:
     spec = load_spec(name)
-    out: dict = {}
+    out: dict = {"invariants": list(spec.invariants)}
     preset = "tiny" if QUICK or "nightly" not in spec.presets else "nightly"
-    model = spec.bind(spec.config(preset))
+    model = spec.bind(spec.config(preset, mutation=CHANGES.get(name)))
+    out["configs"] = {preset: config_to_dict(model.config)}
     t = time.monotonic()
     ckpt = ROOT / "checkpoints" / f"nightly-{name}-{preset}"
     master = os.environ.get("NIGHTLY_MASTER", "local[*]")
@@ -66,44 +78,46 @@ def run_model(name: str, folder: Path) -> dict:
         shutil.rmtree(ckpt, ignore_errors=True)  # finished: only an interrupted run resumes
     out["spark"] = {"preset": preset, "outcome": r.outcome, "distinct": r.stats["distinct"], "depth": r.stats["depth"],
                     "states_per_depth": r.stats["states_per_depth"], "seconds": round(time.monotonic() - t, 1),
-                    "coverage": {k: v["generated"] for k, v in r.coverage.items()},
-                    "traces": save_violations(model, r, folder)}
+                    "coverage": {k: v["generated"] for k, v in r.coverage.items()}, "complete": r.complete,
+                    "violations": save_violations(model, r, folder)}
     log(f"  {name}/{preset} spark: {r.outcome}, {r.stats['distinct']:,} states, {out['spark']['seconds']} s")
     hp = "large" if "large" in spec.presets and not QUICK else "ci"
-    model = spec.bind(spec.config(hp))
+    model = spec.bind(spec.config(hp, mutation=CHANGES.get(name)))
+    out["configs"][hp] = config_to_dict(model.config)
     t = time.monotonic()
-    # A new seed each night (the UTC date, recorded), so nights explore different walks; a report names its
-    # seed, and `check --engine hypothesis --profile nightly --seed S` repeats that night's run.
-    seed = int(datetime.now(timezone.utc).strftime("%Y%m%d"))
-    r = hyp.explore(model, profile="ci" if QUICK else "nightly", examples=50 if QUICK else None, seed=seed)
+    # A new seed each night (the date, recorded), so nights explore different walks; a report names its
+    # seed, and `check --engine hypothesis --profile nightly --seed S` repeats that night's run. The quick
+    # run uses the nightly profile too (fewer runs), so that its seed is used.
+    r = hyp.explore(model, profile="nightly", examples=50 if QUICK else None, steps=40 if QUICK else None, seed=seed)
     out["hypothesis"] = {"preset": hp, "outcome": r.outcome, "runs": r.stats["max_examples"], "seed": r.stats["seed"],
-                         "seconds": round(time.monotonic() - t, 1), "traces": save_violations(model, r, folder)}
+                         "seconds": round(time.monotonic() - t, 1), "violations": save_violations(model, r, folder, seed)}
     log(f"  {name}/{hp} hypothesis: {r.outcome}, {out['hypothesis']['seconds']} s")
-    model = spec.bind(spec.config("tiny"))
+    model = spec.bind(spec.config("tiny", mutation=CHANGES.get(name)))
     t = time.monotonic()
-    r, _ = graph.explore(model)
+    r, _ = graph.explore(model, check_safety=False)
     verdicts = liveness_verdicts(spec, "tiny", r.stats["liveness"])
     out["liveness"] = {"preset": "tiny", "properties": r.stats["liveness"], "verdicts": verdicts,
                        "states": r.stats["states"], "seconds": round(time.monotonic() - t, 1),
-                       "traces": save_violations(model, r, folder)}
+                       "violations": save_violations(model, r, folder)}
     log(f"  {name}/tiny liveness: " + ", ".join(f"{p} {v}" for p, v in verdicts.items()))
     if spec.symbolic is not None:
         from harness.engines import z3bmc, z3prove
 
-        model = spec.bind(spec.config(preset))
+        model = spec.bind(spec.config(preset, mutation=CHANGES.get(name)))
         if getattr(spec.symbolic, "unsupported", lambda cfg: None)(model.config):
             preset = "ci"  # the nightly config is a variant the relation does not model (zk: kafka)
-            model = spec.bind(spec.config(preset))
+            model = spec.bind(spec.config(preset, mutation=CHANGES.get(name)))
         t = time.monotonic()
         proof = z3prove.prove(model, max_brokers=4 if QUICK else 8)
-        out["z3"] = {"preset": preset, "proved": proof["proved"], "ctis": len(proof["ctis"])}
+        out["z3"] = {"preset": preset, "proved": proof["proved"], "ctis": len(proof["ctis"]),
+                     "properties": proof["properties"]}
         if proof["proved"]:
             # Inductive properties that hold initially hold in every reachable state: BMC of them could
             # find nothing (and at zk's ci, depth 12 alone takes more than 3 minutes).
-            out["z3"].update(outcome="ok", bmc_depth=None, traces=[])
+            out["z3"].update(outcome="ok", bmc_depth=None, violations=[])
         else:
             r = z3bmc.check(model, depth=6 if QUICK else 16)
-            out["z3"].update(outcome=r.outcome, bmc_depth=r.stats["depth"], traces=save_violations(model, r, folder))
+            out["z3"].update(outcome=r.outcome, bmc_depth=r.stats["depth"], violations=save_violations(model, r, folder))
         out["z3"]["seconds"] = round(time.monotonic() - t, 1)
         bmc = "BMC not needed" if proof["proved"] else f"BMC to depth {out['z3']['bmc_depth']}: {out['z3']['outcome']}"
         log(f"  {name}/{preset} z3: {'proved' if proof['proved'] else 'NOT INDUCTIVE'}, {bmc}, {out['z3']['seconds']} s")
@@ -131,51 +145,6 @@ def run_fuzzers(folder: Path) -> dict:
     return out
 
 
-def svg_bars(values: list[int], width: int = 360, height: int = 80) -> str:
-    if not values:
-        return ""
-    top = max(values) or 1
-    w = width / len(values)
-    bars = "".join(f'<rect x="{i * w:.1f}" y="{height - v / top * height:.1f}" width="{max(w - 1, 1):.1f}" '
-                   f'height="{v / top * height:.1f}" fill="#4a7ab0"><title>{i}: {v:,}</title></rect>'
-                   for i, v in enumerate(values))
-    return f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">{bars}</svg>'
-
-
-def write_html(folder: Path, summary: dict) -> None:
-    parts = [f"<html><head><meta charset='utf-8'><title>nightly {summary['started']}</title></head><body>",
-             f"<h1>Nightly exploration, {html.escape(summary['started'])}</h1>",
-             f"<p>Outcome: <b>{summary['outcome']}</b>. Quick: {summary['quick']}.</p>"]
-    for name, m in summary["models"].items():
-        sp = m["spark"]
-        parts.append(f"<h2>{html.escape(name)}</h2><p>Spark at <code>{sp['preset']}</code>: {sp['outcome']}, "
-                     f"{sp['distinct']:,} states, depth {sp['depth']}, {sp['seconds']} s</p>")
-        parts.append("<p>States per depth</p>" + svg_bars(sp["states_per_depth"]))
-        parts.append("<p>Per-rule coverage (generated)</p><table>" + "".join(
-            f"<tr><td>{html.escape(k)}</td><td>{v:,}</td><td>{svg_bars([v], 200, 12)}</td></tr>"
-            for k, v in sp["coverage"].items()) + "</table>")
-        times = {"spark": sp["seconds"], "hypothesis": m["hypothesis"]["seconds"], "liveness": m["liveness"]["seconds"]}
-        if "z3" in m:
-            times["z3"] = m["z3"]["seconds"]
-            bmc = ("no BMC needed" if m["z3"]["bmc_depth"] is None
-                   else f"BMC to depth {m['z3']['bmc_depth']}: {m['z3']['outcome']}")
-            parts.append(f"<p>Z3 at <code>{m['z3']['preset']}</code>: "
-                         f"{'proved inductive' if m['z3']['proved'] else 'NOT inductive'}; {bmc}</p>")
-        parts.append("<p>Time per engine (s): " + ", ".join(f"{k} {v}" for k, v in times.items()) + "</p>"
-                     + svg_bars(list(times.values()), 150, 40))
-        parts.append("<p>Liveness at <code>tiny</code>: " + html.escape(", ".join(
-            f"{p}: {v}" for p, v in m["liveness"].get("verdicts", {}).items())) + "</p>")
-    parts.append("<h2>Fuzzers</h2><table><tr><th>input</th><th>result</th><th>counts</th><th>s</th></tr>" + "".join(
-        f"<tr><td>{html.escape(n)}</td><td>{'passed' if f['passed'] else 'FAILED'}</td>"
-        f"<td>{html.escape(json.dumps(f['counts']))}</td><td>{f['seconds']}</td></tr>"
-        for n, f in summary.get("fuzz", {}).items()) + "</table>")
-    if summary.get("comparison"):
-        parts.append("<h2>Compared with the previous report</h2><ul>" + "".join(
-            f"<li>{html.escape(c)}</li>" for c in summary["comparison"]) + "</ul>")
-    parts.append("</body></html>")
-    (folder / "report.html").write_text("\n".join(parts))
-
-
 def compare(previous: dict | None, summary: dict) -> list[str]:
     if previous is None:
         return ["no previous report"]
@@ -194,32 +163,88 @@ def compare(previous: dict | None, summary: dict) -> list[str]:
     return out or ["no change"]
 
 
+def provenance(master: str) -> dict:
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    def v(package: str) -> str:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            return "not installed"
+
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    return {"commit": commit or "unknown (not a git checkout)", "harness": v("kafka-reassignment-harness"),
+            "python": platform.python_version(), "pyspark": v("pyspark"), "hypothesis": v("hypothesis"),
+            "z3-solver": v("z3-solver"), "networkx": v("networkx"), "spark master": master}
+
+
+def failures_of(summary: dict) -> list[str]:
+    """What fails the night: a safety violation, a proof that no longer holds, a liveness failure the spec
+    does not declare or a declared one that no longer reproduces, a failing fuzzer."""
+    out = [f"{n} ({eng}) violates {t['property']}: {t['file']}" for n, m in summary["models"].items()
+           for eng in ("spark", "hypothesis", "z3") for t in m.get(eng, {}).get("violations", [])]
+    out += [f"{n}: Z3 properties not inductive" for n, m in summary["models"].items()
+            if not m.get("z3", {}).get("proved", True)]
+    out += [f"{n}/tiny liveness {p}: {v}" for n, m in summary["models"].items()
+            for p, v in m["liveness"]["verdicts"].items() if v in REGRESSIONS]
+    out += [f"fuzzer {n} failed" for n, f in summary["fuzz"].items() if not f["passed"]]
+    return out
+
+
 def main() -> int:
-    reports = ROOT / "reports"
-    previous_dirs = sorted(p for p in reports.glob("*") if (p / "summary.json").exists()) if reports.exists() else []
-    previous = json.loads((previous_dirs[-1] / "summary.json").read_text()) if previous_dirs else None
-    started = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    global QUICK
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--date", default=None, help="run as of this UTC date, YYYY-MM-DD (default: today)")
+    ap.add_argument("--seed", type=int, default=None, help="Hypothesis seed (default: the date as YYYYMMDD)")
+    ap.add_argument("--spec", action="append", default=[], metavar="NAME", help="only these models (repeatable)")
+    ap.add_argument("--reports", default=str(ROOT / "reports"), help="the folder of every night's report")
+    ap.add_argument("--quick", action="store_true", help="the reduced run (also NIGHTLY_QUICK=1)")
+    ap.add_argument("--protocol-change", action="append", default=[], metavar="SPEC:MUTATION",
+                    help="make MUTATION the default behaviour of SPEC (to test the job)")
+    args = ap.parse_args()
+    QUICK = QUICK or args.quick
+    for change in args.protocol_change:
+        spec_name, _, mutation = change.partition(":")
+        CHANGES[spec_name] = mutation
+    now = datetime.now(timezone.utc)
+    try:
+        day = datetime.strptime(args.date, "%Y-%m-%d").date() if args.date else now.date()
+    except ValueError:
+        log(f"error: --date {args.date!r} is not a date YYYY-MM-DD")
+        return 2
+    names = spec_names()
+    unknown = [n for n in args.spec if n not in names] + [c.split(":")[0] for c in args.protocol_change
+                                                          if c.split(":")[0] not in names]
+    if unknown:
+        log(f"error: unknown spec {unknown[0]!r} (known: {', '.join(names)})")
+        return 2
+    seed = args.seed if args.seed is not None else int(day.strftime("%Y%m%d"))
+    reports = Path(args.reports)
+    started = f"{day.isoformat()}T{now.strftime('%H%M%SZ')}"
+    history = report.load_history(reports, started) if reports.exists() else []
+    previous = history[-1] if history else None
     folder = reports / started
     folder.mkdir(parents=True)
-    summary = {"started": started, "quick": QUICK, "models": {}}
-    for name in spec_names():
+    master = os.environ.get("NIGHTLY_MASTER", "local[*]")
+    log(f"nightly {day.isoformat()}: Hypothesis seed {seed}, report {folder}")
+    summary = {"started": started, "date": day.isoformat(), "seed": seed, "quick": QUICK, "folder": str(folder),
+               "provenance": provenance(master), "models": {}, "configs": {}}
+    for name in [n for n in names if n in args.spec] if args.spec else names:
         log(f"[{name}]")
-        summary["models"][name] = run_model(name, folder)
+        summary["models"][name] = run_model(name, folder, seed)
+        summary["configs"][name] = summary["models"][name].pop("configs")
     log("[fuzzers]" + (" skipped: their short profile is part of make test" if QUICK else ""))
     summary["fuzz"] = {} if QUICK else run_fuzzers(folder)
-    new_violations = [t for m in summary["models"].values() for eng in ("spark", "hypothesis", "z3")
-                      for t in m.get(eng, {}).get("traces", [])]
-    new_violations += [f"{n}: Z3 properties not inductive" for n, m in summary["models"].items()
-                       if not m.get("z3", {}).get("proved", True)]
-    new_violations += [f"fuzzer {n} failed" for n, f in summary["fuzz"].items() if not f["passed"]]
-    new_violations += [f"{n}/tiny liveness {p}: {v}" for n, m in summary["models"].items()
-                       for p, v in m["liveness"]["verdicts"].items() if v in REGRESSIONS]
-    summary["outcome"] = "violation" if new_violations else "ok"
+    summary["failures"] = failures_of(summary)
+    summary["outcome"] = "failed" if summary["failures"] else "ok"
     summary["comparison"] = compare(previous, summary)
     (folder / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
-    write_html(folder, summary)
+    report.render(folder, summary, history)
     log(f"report: {folder}/report.html ({summary['outcome']})")
-    return 1 if new_violations else 0
+    for f in summary["failures"]:
+        log(f"  - {f}")
+    return 1 if summary["failures"] else 0
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ def test_generated_machine_has_one_rule_per_model_rule_and_one_invariant_per_pro
                                       "ignore_added_broker_epoch",  # needs swarm testing
                                       "expand_below_leso",  # needs starting over and priority walks
                                       "expand_without_fetch_in_epoch"])  # at its own config, lagging
+@pytest.mark.slow
 def test_hypothesis_finds_mutation_with_short_replayable_trace(tmp_path, mutation):
     model = bind("kraft", load_spec("kraft").preset_for(mutation), mutation)
     r = hyp.explore(model, profile="ci")
@@ -192,6 +193,7 @@ def test_graph_refuses_a_state_space_over_its_limit(cli):
 
 # ------------------------------------------------------------------------------------------ Spark
 
+@pytest.mark.slow
 def test_spark_matches_bfs_and_resumes_to_the_same_result(tmp_path):
     from harness.engines import spark
 
@@ -259,6 +261,7 @@ def test_gate_fails_on_a_protocol_change_naming_property_and_trace(tmp_path):
     assert str(trace) in p.stderr.replace("\n", "")
 
 
+@pytest.mark.slow
 def test_spark_on_kip642_matches_bfs(tmp_path):
     from harness.engines import spark
 
@@ -269,6 +272,7 @@ def test_spark_on_kip642_matches_bfs(tmp_path):
     assert r.stats["states_per_depth"] == expected.stats["states_per_depth"]
 
 
+@pytest.mark.slow
 def test_nightly_quick_writes_a_report(tmp_path):
     import os
     import shutil
@@ -321,6 +325,7 @@ def test_spark_agrees_with_bfs_on_mutations(tmp_path, name, preset, mutation):
         assert r.stats["distinct"] == b.stats["distinct"]
 
 
+@pytest.mark.slow
 def test_spark_run_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path):
     """A real kill (SIGKILL, no clean-up) during a Spark job (every level on Spark, the fourth one
     committed), then --resume."""

@@ -513,6 +513,7 @@ PROFILES = {"short": settings(derandomize=True, print_blob=False, **_COMMON),
             "long": settings(derandomize=False, print_blob=True, **_COMMON)}
 
 
+@pytest.mark.slow
 def test_fuzz_command_lines(tmp_path, monkeypatch, capsys):
     tally = Tally()
     jvm: list = []

@@ -34,6 +34,7 @@ def spark_level_started(ck):
 
 @pytest.mark.parametrize("engine, signum", [(e, signal.SIGINT) for e in LONG_RUNS] + [
     ("bfs", signal.SIGTERM), ("hypothesis", signal.SIGTERM), ("z3", signal.SIGTERM)])
+@pytest.mark.slow
 def test_a_signal_stops_every_engine_within_two_seconds(tmp_path, engine, signum):
     args = LONG_RUNS[engine] + ["--out", str(tmp_path / "out")]
     ck = tmp_path / "ck"

@@ -308,9 +308,11 @@ def write(g: StateGraph, path: str, fmt: str) -> None:
     elif fmt == "dot":
         lines = [f'digraph "{g.model.name}" {{', "  node [shape=box, fontsize=9];"]
         for n, d in eg.nodes(data=True):
-            label = f"{n} (depth {d['depth']})"
+            # the state itself, one field per line under the node's number and depth (DOT's \l: left-justified)
+            text = "".join(f"{path} = {value}\n" for path, value in g.model.schema.leaves(g.states[n], ""))
+            label = json.dumps(f"{n} (depth {d['depth']})\n{text}").replace("\\n", "\\l")
             style = ", style=bold" if d["initial"] else ""
-            lines.append(f'  {n} [label="{label}"{style}];')
+            lines.append(f'  {n} [label={label}{style}];')
         for u, v, d in eg.edges(data=True):
             lines.append(f'  {u} -> {v} [label={json.dumps(d["label"])}];')
         lines.append("}")

@@ -1,0 +1,30 @@
+"""The Hypothesis internals the engine relies on (pyproject caps Hypothesis below its next major for them).
+If one moves in a new release, these fail by name before the engine silently changes behaviour."""
+
+from harness.engines import hypothesis as hyp
+from harness.registry import load_spec
+
+
+def machine():
+    spec = load_spec("example")
+    return hyp.build_machine(spec.bind(spec.config("ci")))
+
+
+def test_feature_flags_live_where_the_engine_imports_them():
+    from hypothesis.strategies._internal.featureflags import FeatureFlags
+
+    assert hyp.FeatureFlags is FeatureFlags
+
+
+def test_a_machine_has_a_rules_strategy_with_its_feature_flags():
+    strategy = getattr(machine()(), "_rules_strategy", None)
+    assert strategy is not None and hasattr(strategy, "enabled_rules_strategy")
+
+
+def test_the_internal_seed_decides_the_walks():
+    """`_hypothesis_internal_use_seed` on the machine class is what makes a seed repeat its walks."""
+    spec = load_spec("example")
+    model = spec.bind(spec.config("ci"))
+    runs = [hyp.explore(model, profile="nightly", examples=30, steps=20, seed=s).stats for s in (5, 5, 6)]
+    assert runs[0]["steps"] == runs[1]["steps"] and runs[0]["distinct_walks"] == runs[1]["distinct_walks"]
+    assert (runs[0]["steps"], runs[0]["distinct_walks"]) != (runs[2]["steps"], runs[2]["distinct_walks"])

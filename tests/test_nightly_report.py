@@ -1,0 +1,88 @@
+"""The nightly job's report (ci/nightly.py, ci/report.py): seeds from the date, a failure on a liveness
+property the spec does not declare, and the page itself, rendered in headless Chromium (Debian's
+package, which `make test` installs) and checked from its DOM and a screenshot."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))  # the Makefile passes its own
+# Chromium as root, offline: no sandbox, and none of the background connections a closed network refuses.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def nightly(reports: Path, *args: str) -> tuple[int, dict, Path]:
+    p = subprocess.run([sys.executable, "ci/nightly.py", "--quick", "--reports", str(reports), *args], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    folder = max(reports.glob("*"), key=lambda f: f.stat().st_mtime)
+    return p.returncode, json.loads((folder / "summary.json").read_text()), folder
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """Two quiet nights a day apart on `example`, then a night where zk's completion rule is broken."""
+    root = tmp_path_factory.mktemp("reports")
+    first = nightly(root, "--spec", "example", "--date", "2026-11-20")
+    second = nightly(root, "--spec", "example", "--date", "2026-11-21")
+    broken = nightly(root, "--spec", "zk", "--protocol-change", "zk:completion_literal", "--date", "2026-11-22")
+    return first, second, broken
+
+
+def test_two_nights_a_day_apart_use_different_recorded_seeds(reports):
+    (code1, s1, f1), (code2, s2, f2), _ = reports
+    assert code1 == code2 == 0 and s1["outcome"] == s2["outcome"] == "ok"
+    assert (s1["seed"], s2["seed"]) == (20261120, 20261121)
+    assert s1["models"]["example"]["hypothesis"]["seed"] == 20261120
+    assert s2["models"]["example"]["hypothesis"]["seed"] == 20261121
+    assert "Hypothesis seed</th><td>20261121" in (f2 / "report.html").read_text()
+
+
+def test_a_liveness_failure_the_spec_does_not_declare_fails_the_night(reports):
+    code, summary, folder = reports[2]
+    assert code == 1 and summary["outcome"] == "failed"
+    assert "zk/tiny liveness ReassignmentCompletes: NEW failure" in summary["failures"]
+    [trace] = [t["file"] for t in summary["models"]["zk"]["liveness"]["violations"]]
+    assert (folder / trace).exists()
+    assert "ReassignmentCompletes" in (folder / "summary.md").read_text()
+
+
+def browser():
+    if not CHROMIUM.exists():
+        pytest.fail("Chromium is missing: `make test` installs Debian's package (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    return sync_playwright()
+
+
+@pytest.mark.slow
+def test_the_report_in_chromium_shows_matrix_links_plots_and_the_trend(reports, tmp_path):
+    _, (_, _, quiet), (_, _, broken) = reports
+    with browser() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = chromium.new_page(viewport={"width": 1200, "height": 900})
+        page.goto((broken / "report.html").as_uri())
+        assert page.locator("#outcome").inner_text() == "failed"
+        cell = page.locator('#matrix tr[data-model="zk"][data-property="ReassignmentCompletes"] td[data-engine="graph"]')
+        assert cell.get_attribute("class") == "violated"
+        href = cell.locator("a.trace").get_attribute("href")
+        assert (broken / href).exists() and f"python -m harness replay {broken}/{href}" in cell.inner_text()
+        assert page.locator('#matrix td.holds').count() > 0
+        assert page.locator("figure.states-per-depth svg rect").count() > 3  # a bar per depth, with axes
+        assert page.locator("figure.states-per-depth svg line").count() == 2
+        assert "commit" in page.locator("#provenance").inner_text()
+        shot = tmp_path / "broken.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 20_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+        page.goto((quiet / "report.html").as_uri())
+        assert page.locator("#outcome").inner_text() == "ok"
+        assert page.locator("#model-example table.trend-table tr").count() == 3  # header + two nights
+        assert page.locator("#model-example figure.trend svg polyline").count() == 1
+        chromium.close()
