@@ -214,3 +214,18 @@ def test_relative_and_default_checkpoint_paths_work_and_resume(tmp_path, cli):
                            "--checkpoint", ck, cwd=tmp_path)
         assert code == 0, err
     assert (tmp_path / "rel" / "ck" / "checkpoint.json").exists() and any((tmp_path / "checkpoints").iterdir())
+
+
+@pytest.mark.parametrize("uri", ["s3a://bucket/ck", "hdfs://nn:8020/ck", "gs://b/ck"])
+def test_a_checkpoint_uri_of_another_filesystem_is_refused_in_one_line(cli, tmp_path, uri):
+    """It would otherwise become a local folder named after the URI, which executors elsewhere never see."""
+    code, out, err = cli("check", "kraft", "--config", "tiny", "--engine", "spark", "--checkpoint", uri, cwd=tmp_path)
+    assert code == 2 and err.startswith("error: --checkpoint") and "POSIX path" in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # no folder named after the URI
+
+
+def test_shards_default_to_the_masters_own_parallelism():
+    from harness.engines.spark import default_shards
+
+    assert [default_shards(m) for m in ("local[3]", "local[5,2]", "local", "local-cluster[2,3,1024]")] == [3, 5, 1, 6]
+    assert default_shards("local[*]") == default_shards("spark://h:7077") == (os.cpu_count() or 2)

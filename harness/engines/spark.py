@@ -181,6 +181,28 @@ def write_frontier(job: dict, level: int, shard: int, blocks) -> int:
 _LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9]\d{0,3})(,[1-9]\d{0,3})?\])?|local-cluster\[\d{1,3},\d{1,3},\d{1,7}\]")
 
 
+def default_shards(master: str | None) -> int:
+    """Shards when --partitions is not given: the master's own parallelism where its URL says it
+    (local[N], local-cluster[W,C,M]: W x C), else this machine's cores."""
+    m = re.fullmatch(r"local\[(\d+)(?:,\d+)?\]", master or "")
+    if m:
+        return int(m.group(1))
+    m = re.fullmatch(r"local-cluster\[(\d+),(\d+),\d+\]", master or "")
+    if m:
+        return int(m.group(1)) * int(m.group(2))
+    return 1 if master == "local" else (os.cpu_count() or 2)
+
+
+def check_checkpoint_path(checkpoint: str | None) -> None:
+    """A checkpoint is a POSIX folder that the driver and every executor see (a local path, or a shared
+    mount): a URI of another filesystem (s3a://, hdfs://, gs://) would silently become a local folder of
+    that name, which executors elsewhere never see. Refused in one line."""
+    if checkpoint and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", checkpoint) and not checkpoint.startswith("file://"):
+        scheme = checkpoint.split("://", 1)[0]
+        raise BadInput(f"--checkpoint {checkpoint}: a {scheme}:// URI is not supported; give a POSIX path that the "
+                       "driver and every executor can read and write (a shared mount on a cluster)")
+
+
 def check_master(master: str) -> None:
     """Fail fast (exit 2) on a missing Java, a malformed master URL or an unreachable standalone master."""
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
@@ -280,9 +302,12 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     `session_factory(master, log_file)` replaces `start_session` (tests that must not start a JVM)."""
     if master:
         check_master(master)
+    check_checkpoint_path(checkpoint)
+    if checkpoint and checkpoint.startswith("file://"):
+        checkpoint = checkpoint[len("file://"):]
     started = time.monotonic()
     cfg = model.config
-    shards = partitions or (os.cpu_count() or 2)
+    shards = partitions or default_shards(master)
     digest = config_digest(cfg)
     deadlock = check_deadlock and model.check_deadlock
     identity = {"spec": model.name, "digest": digest, "shards": shards, "check_deadlock": deadlock, "code": code_digest()}
