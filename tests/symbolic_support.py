@@ -24,3 +24,30 @@ def reachable(model, limit: int = 4000) -> tuple[list, list]:
 def fix(s: dict, values: dict) -> list:
     """Constraints: symbolic state `s` has these field values."""
     return [s[f] == const(s[f], v) for f, v in values.items()]
+
+
+def check_simulation(sym, cfg, n: int, steps: list, rule_of=lambda rule: rule) -> dict:
+    """Every model step (pre, rule, post) that changes the projection is a step of the relation's rule
+    `rule_of(rule)`, from and to the projected states. Returns the steps checked per relation rule."""
+    import z3
+
+    s_, t_ = sym.make_state("s_", n), sym.make_state("t_", n)
+    solvers = {}
+    for name, rule in sym.RULES.items():
+        rel, _ = rule(s_, t_, cfg)
+        solvers[name] = z3.Solver()
+        solvers[name].add(rel, sym.type_ok(s_), sym.type_ok(t_))
+    checked, done = dict.fromkeys(sym.RULES, 0), set()
+    for s, rule, t in steps:
+        before, after = sym.project(cfg, s), sym.project(cfg, t)
+        key = (rule, tuple(before.items()), tuple(after.items()))
+        if before == after or key in done:
+            continue
+        done.add(key)
+        solver = solvers[rule_of(rule)]
+        solver.push()
+        solver.add(*fix(s_, before), *fix(t_, after))
+        assert solver.check() == z3.sat, (rule, s, t)
+        solver.pop()
+        checked[rule_of(rule)] += 1
+    return checked

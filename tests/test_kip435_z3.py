@@ -9,7 +9,7 @@ import z3
 from harness.engines import bfs, z3bmc, z3prove
 from harness.errors import BadInput
 from harness.registry import load_spec
-from symbolic_support import fix, reachable as reachable_steps
+from symbolic_support import check_simulation as simulated, fix, reachable as reachable_steps
 from specs.kip435 import symbolic as sym
 
 SPEC = load_spec("kip435")
@@ -35,30 +35,7 @@ def reachable(cfg, limit=4000):
 def check_simulation(cfg) -> dict:
     """Every model step that changes the projection is a step of the relation's rule of the same name, from
     and to the projected states; every other step keeps the projection. Returns steps checked per rule."""
-    n = cfg.brokers
-    s_, t_ = sym.make_state("s_", n), sym.make_state("t_", n)
-    solvers = {}
-    for name, rule in sym.RULES.items():
-        rel, _ = rule(s_, t_, cfg)
-        solvers[name] = z3.Solver()
-        solvers[name].add(rel, sym.type_ok(s_), sym.type_ok(t_))
-    checked = dict.fromkeys(sym.RULES, 0)
-    done = set()
-    for s, rule, t in reachable(cfg)[1]:
-        before, after = sym.project(cfg, s), sym.project(cfg, t)
-        if before == after:
-            continue
-        key = (rule, tuple(before.items()), tuple(after.items()))
-        if key in done:
-            continue
-        done.add(key)
-        solver = solvers[rule]
-        solver.push()
-        solver.add(*fix(s_, before), *fix(t_, after))
-        assert solver.check() == z3.sat, (rule, s, t)
-        solver.pop()
-        checked[rule] += 1
-    return checked
+    return simulated(sym, cfg, cfg.brokers, reachable(cfg)[1])
 
 
 @pytest.mark.parametrize("preset,settings", SAMPLED)

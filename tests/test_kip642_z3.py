@@ -8,7 +8,7 @@ import z3
 
 from harness.engines import bfs, z3bmc, z3prove
 from harness.registry import load_spec
-from symbolic_support import fix, reachable as reachable_steps
+from symbolic_support import check_simulation, fix, reachable as reachable_steps
 from harness.replay import replay
 from harness.trace import read_trace
 from specs.kip642 import symbolic as sym
@@ -40,26 +40,7 @@ def test_every_model_step_is_a_step_of_the_relation(preset, settings, variants, 
     """A model step that changes the projection is a step of the relation's rule that simulates it
     (`STEPS`), from and to the projected states."""
     cfg = config(preset, settings, variants, mutation)
-    n = cfg.servers
-    s_, t_ = sym.make_state("s_", n), sym.make_state("t_", n)
-    solvers = {}
-    for name, rule in sym.RULES.items():
-        rel, _ = rule(s_, t_, cfg)
-        solvers[name] = z3.Solver()
-        solvers[name].add(rel, sym.type_ok(s_), sym.type_ok(t_))
-    checked, done = dict.fromkeys(sym.RULES, 0), set()
-    for s, rule, t in reachable(cfg)[1]:
-        before, after = sym.project(cfg, s), sym.project(cfg, t)
-        key = (rule, tuple(before.items()), tuple(after.items()))
-        if before == after or key in done:
-            continue
-        done.add(key)
-        solver = solvers[sym.STEPS[rule]]
-        solver.push()
-        solver.add(*fix(s_, before), *fix(t_, after))
-        assert solver.check() == z3.sat, (rule, s, t)
-        solver.pop()
-        checked[sym.STEPS[rule]] += 1
+    checked = check_simulation(sym, cfg, cfg.servers, reachable(cfg)[1], sym.STEPS.get)
     assert all(checked[r] for r in ("alter_partition_reassignments", "leader_step", "advance_hwm", "fetch",
                                     "become_leader", "step_down")), checked
 
