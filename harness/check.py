@@ -23,8 +23,9 @@ def summary(model: Model, result: CheckResult) -> dict:
     cfg = model.config
     return {
         "spec": model.name,
-        "config": preset_of(cfg),
-        "resolved_config": config_to_dict(cfg),
+        # the same keys, with the same meaning, as a trace's #meta: the preset's name, then every value
+        "preset": preset_of(cfg),
+        "config": config_to_dict(cfg),
         "variant": variant_of(model.spec, cfg),
         "mutation": cfg.mutation,
         "engine": result.engine,

@@ -3,6 +3,7 @@ docs' table is the code's, a search stopped by a limit exits 3 and says which, r
 progress to stderr, as plain lines with figures that make sense when stderr is not a terminal."""
 
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -68,3 +69,15 @@ def test_results_on_stdout_with_every_variant_in_the_header(tmp_path):
     assert code == 0 and all(line.startswith("warning: ") for line in err.splitlines())  # diagnostics only
     assert "kraft config=tiny variants: completion=seed elr=True unclean=False mutation=none engine=bfs" in out
     assert "no violation" in out
+
+
+def test_preset_and_config_mean_the_same_in_json_and_in_trace_metadata(tmp_path):
+    import json
+
+    code, out, _ = run_cli("check", "example", "--config", "ci", "--mutation", "hwm_ignores_isr", "--json",
+                           "--out", tmp_path)
+    assert code == 1
+    summary = json.loads(out)
+    meta = json.loads(Path(summary["violations"][0]["trace"]).read_text())["#meta"]
+    assert summary["preset"] == meta["preset"] == "ci"
+    assert summary["config"] == meta["config"] and summary["config"]["brokers"] == 3
