@@ -28,3 +28,17 @@ def test_the_internal_seed_decides_the_walks():
     runs = [hyp.explore(model, profile="nightly", examples=30, steps=20, seed=s).stats for s in (5, 5, 6)]
     assert runs[0]["steps"] == runs[1]["steps"] and runs[0]["distinct_walks"] == runs[1]["distinct_walks"]
     assert (runs[0]["steps"], runs[0]["distinct_walks"]) != (runs[2]["steps"], runs[2]["distinct_walks"])
+
+
+def test_a_ci_machine_keeps_the_profiles_as_written():
+    """With `CI` set, Hypothesis loads its own derandomized "ci" profile at import; the harness's profiles
+    must not inherit from it, or a nightly seed would be ignored on CI machines only."""
+    import os
+    import subprocess
+    import sys
+
+    probe = ("from harness.engines import hypothesis as h; "
+             "print(h.profile_settings('nightly').derandomize, h.profile_settings('ci').derandomize)")
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "CI": "true"},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]

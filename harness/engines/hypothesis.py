@@ -55,8 +55,12 @@ PROFILES = {
     "dev": dict(max_examples=500, stateful_step_count=50, database=DirectoryBasedExampleDatabase(".hypothesis/examples"),
                 **_COMMON),
 }
+# Every profile derives from Hypothesis's built-in defaults, never from the profile loaded at import: with
+# a CI environment variable set, Hypothesis loads its own "ci" profile (derandomized), which would turn a
+# nightly seed into a fixed walk on CI machines only.
+_DEFAULTS = settings.get_profile("default")
 for _name, _values in PROFILES.items():
-    settings.register_profile(f"harness-{_name}", **_values)
+    settings.register_profile(f"harness-{_name}", _DEFAULTS, **_values)
 
 
 # Actions are chosen by an integer draw modulo their number; the range makes the modulo bias negligible.
@@ -256,7 +260,7 @@ def profile_settings(profile: str, examples: int | None = None, steps: int | Non
         values["max_examples"] = examples
     if steps is not None:
         values["stateful_step_count"] = steps
-    return settings(**values)
+    return settings(_DEFAULTS, **values)
 
 
 def explore(model: Model, *, profile: str = "ci", examples: int | None = None, steps: int | None = None,
