@@ -16,11 +16,14 @@ import resource
 import time
 from typing import Callable
 
+import numpy as np
+
 from harness.errors import BadInput
 from harness.model import Model
 from harness.speed import cycle_collector_paused
 from harness.result import CheckResult, Violation
 from harness.trace import Outcome
+from harness.visited import NO_PARENT, ExactTable, FingerprintTable
 
 PROGRESS_EVERY = 4096  # expansions between clock reads
 
@@ -76,6 +79,12 @@ def _check_reads(model: Model, group: list, parent: tuple, child: tuple, index: 
                            f"although the fields it declares in reads= ({fields}) did not change: its reads= is incomplete")
 
 
+# The frontier is expanded a batch of states at a time and their successors looked up in the visited set at
+# once: enough for numpy's per-call cost to vanish, few enough that a stopped search has generated little
+# past its stopping point.
+BATCH_PARENTS = 512
+
+
 @cycle_collector_paused()
 def explore(
     model: Model,
@@ -94,6 +103,7 @@ def explore(
     did not: its `reads=` is incomplete, and the normal search would have skipped a violation."""
     # The builtin hash (no Python frame per state), or the hash of the spec's view; exact: the state or its view.
     key = ((lambda s: s) if model.view is None else model.view) if exact else model.fingerprint
+    visited = ExactTable() if exact else FingerprintTable()
     cfg = model.config
     invariants = list(model.spec.invariants.items())
     always, by_reads = model.invariants_always, model.invariants_by_reads
@@ -101,44 +111,62 @@ def explore(
     n_actions = len(model.actions)
     gen_by_action = [0] * n_actions
     new_by_action = [0] * n_actions
-    parents: dict = {}
     found: dict[str, list] = {}  # property -> chain of keys (first = shortest)
     started = time.perf_counter()
     stopped_by = None
     generated = 0
     states_per_depth: list[int] = []
+    # The batch being walked: its successors' keys, the position in the batch of each state it numbers
+    # (added to `visited` when the walk ends), each successor's parent, and parents changed under a view.
+    keys: list = []
+    numbered: list[int] = []
+    parent_of: np.ndarray = np.empty(0, np.int64)
+    reparented: dict[int, int] = {}
 
-    def chain_to(k) -> list:
-        chain = [k]
-        while (k := parents[k]) is not None:
-            chain.append(k)
+    def chain_to(number: int) -> list:
+        chain = []
+        while number != NO_PARENT:
+            if number >= len(visited):  # numbered in the batch being walked
+                j = numbered[number - len(visited)]
+                chain.append(keys[j])
+                number = reparented.get(number, int(parent_of[j]))
+            else:
+                chain.append(visited.key(number))
+                number = visited.parent(number)
         return chain[::-1]
 
-    def record(prop: str, k) -> bool:
+    def record(prop: str, number: int) -> bool:
         """Remember the first (shortest) violation of `prop`; True if exploration should stop."""
         if prop not in found:
-            found[prop] = chain_to(k)
+            found[prop] = chain_to(number)
         return not keep_going
 
-    frontier = []
-    stop = False
     viewed = model.view is not None
     tie_of = model.tie
-    level_at: dict = {}  # under a view: key -> (its position in the level being built, the action that found it)
+    # A level is a list of states, in the order found: the state at position i has number base + i. Under a
+    # view, per position, the action that found the kept state and its `Model.tie` (computed once, when
+    # another state with its view turns up).
+    frontier: list = []
+    level_action: list[int] = []
+    level_tie: list = []
+    stop = False
+    position: dict = {}
     for s in model.init_states():
         k = key(s)
-        if k in parents:
-            if viewed and representative(model, frontier[level_at[k][0]][1], s):
-                frontier[level_at[k][0]] = (k, s)
+        if k in position:
+            if viewed and representative(model, frontier[position[k]], s):
+                frontier[position[k]] = s
             continue
-        level_at[k] = [len(frontier), -1, None]
-        parents[k] = None
-        generated += 1
-        frontier.append((k, s))
+        position[k] = len(frontier)
+        frontier.append(s)
+    visited.add(list(position), [NO_PARENT] * len(position))
+    generated += len(frontier)
+    for number, s in enumerate(frontier):
         for name, inv in invariants:
-            if not inv(cfg, s) and record(name, k):
+            if not inv(cfg, s) and record(name, number):
                 stop = True
     states_per_depth.append(len(frontier))
+    frontier_base = 0  # the number of the frontier's first state
     depth = 0
     expansions = 0
     next_clock = PROGRESS_EVERY
@@ -146,86 +174,128 @@ def explore(
         if max_depth is not None and depth >= max_depth:
             stopped_by = "max-depth"
             break
-        next_frontier = []
+        next_frontier: list = []
         append = next_frontier.append
-        level_at = {}
+        level_action, level_tie = [], []
+        level_base = len(visited)  # the number of the level's first state
         level_start = expansions
-        for ks, s in frontier:
-            successors = model.successors(s)
-            expansions += 1
-            if not successors and check_deadlock and not model.quiescent(s):
-                if record("Deadlock", ks):
-                    stop = True
-                    break
-            generated += len(successors)
-            for index, t in successors:
-                gen_by_action[index] += 1
-                kt = key(t)
-                if kt in parents:
-                    if viewed:  # found again in the level being built: keep the representative
-                        at = level_at.get(kt)
-                        if at is not None:
-                            if at[2] is None:
-                                at[2] = tie_of(next_frontier[at[0]][1])  # the kept state's, once
-                            tie = tie_of(t)
-                            if tie < at[2]:  # `representative`, with the kept state's hash cached
-                                next_frontier[at[0]] = (kt, t)
-                                parents[kt] = ks
-                                new_by_action[at[1]] -= 1
-                                new_by_action[index] += 1
-                                at[1], at[2] = index, tie
-                                for name, inv in invariants:
-                                    if not inv(cfg, t) and record(name, kt):
-                                        stop = True
-                    continue
-                parents[kt] = ks
-                new_by_action[index] += 1
-                if viewed:
-                    level_at[kt] = [len(next_frontier), index, None]
-                append((kt, t))
-                for name, inv in always:
-                    if not inv(cfg, t) and record(name, kt):
+        for at in range(0, len(frontier), BATCH_PARENTS):
+            # Expand a batch of the frontier, then look its successors up at once.
+            parents = frontier[at:at + BATCH_PARENTS]
+            successors, offsets = [], [0]
+            for s in parents:
+                successors += model.successors(s)
+                offsets.append(len(successors))
+            keys = [key(t) for _, t in successors]
+            known, first = visited.classify(keys)
+            parent_of = np.repeat(np.arange(frontier_base + at, frontier_base + at + len(parents)), np.diff(offsets))
+            if viewed:  # the new states, and those found again in the level being built
+                walk = np.flatnonzero((known < 0) | (known >= level_base)).tolist()
+                known, first = known.tolist(), first.tolist()
+            else:  # the new states
+                walk = np.flatnonzero(first == np.arange(len(keys))).tolist()
+            numbered, reparented = [], {}
+            number_at: dict = {}  # under a view: position in the batch -> number, for the states numbered here
+            w = 0  # next position of `walk`
+            generated_upto = 0  # the successors generated by the parents walked (to where a stop fell)
+            ks = frontier_base + at - 1
+            for s, lo, hi in zip(parents, offsets, offsets[1:]):
+                ks += 1
+                expansions += 1
+                if lo == hi and check_deadlock and not model.quiescent(s):
+                    if record("Deadlock", ks):
                         stop = True
-                # The parent holds the others: check one only if a field it reads changed.
-                for fields, group in by_reads:
-                    for i in fields:
-                        if t[i] is not s[i]:
-                            for name, inv in group:
-                                if not inv(cfg, t) and record(name, kt):
-                                    stop = True
-                            break
-                    else:
-                        if check_reads:
-                            _check_reads(model, group, s, t, index)
+                        break
+                generated += hi - lo
+                while w < len(walk) and walk[w] < hi:
+                    j = walk[w]
+                    w += 1
+                    index, t = successors[j]
+                    if viewed:
+                        number = known[j] if known[j] >= 0 else number_at.get(first[j])
+                        if number is not None:  # found again in the level being built: keep the representative
+                            pos = number - level_base
+                            if level_tie[pos] is None:
+                                level_tie[pos] = tie_of(next_frontier[pos])  # the kept state's, once
+                            tie = tie_of(t)
+                            if tie < level_tie[pos]:  # `representative`, with the kept state's hash cached
+                                next_frontier[pos] = t
+                                if number >= len(visited):
+                                    reparented[number] = ks
+                                else:
+                                    visited.set_parent(number, ks)
+                                new_by_action[level_action[pos]] -= 1
+                                new_by_action[index] += 1
+                                level_action[pos], level_tie[pos] = index, tie
+                                for name, inv in invariants:
+                                    if not inv(cfg, t) and record(name, number):
+                                        stop = True
+                            if stop:
+                                hi = j + 1
+                                break
+                            continue
+                        number_at[j] = level_base + len(next_frontier)
+                        level_action.append(index)
+                        level_tie.append(None)
+                    number = level_base + len(next_frontier)
+                    numbered.append(j)
+                    new_by_action[index] += 1
+                    append(t)
+                    for name, inv in always:
+                        if not inv(cfg, t) and record(name, number):
+                            stop = True
+                    # The parent holds the others: check one only if a field it reads changed.
+                    for fields, group in by_reads:
+                        for i in fields:
+                            if t[i] is not s[i]:
+                                for name, inv in group:
+                                    if not inv(cfg, t) and record(name, number):
+                                        stop = True
+                                break
+                        else:
+                            if check_reads:
+                                _check_reads(model, group, s, t, index)
+                    if stop:
+                        hi = j + 1  # a state-at-a-time search generates no further
+                        break
+                generated_upto = hi
                 if stop:
                     break
+                if max_states is not None and len(visited) + len(numbered) >= max_states:
+                    stopped_by, stop = "max-states", True
+                    break
+                if expansions >= next_clock:
+                    next_clock = expansions + PROGRESS_EVERY
+                    elapsed = time.perf_counter() - started
+                    if progress:
+                        progress({"distinct": len(visited) + len(numbered), "generated": generated,
+                                  "depth": depth + 1, "queue": len(frontier) - (expansions - level_start)
+                                  + len(next_frontier), "elapsed": elapsed})
+                    if time_limit is not None and elapsed >= time_limit:
+                        stopped_by, stop = "time-limit", True
+                        break
+            if generated_upto:  # per action, the successors generated up to where the walk stopped
+                actions_generated = np.bincount(next(zip(*successors[:generated_upto])), minlength=n_actions)
+                gen_by_action = (np.asarray(gen_by_action) + actions_generated).tolist()
+            new_parents = parent_of[numbered]
+            for number, parent in reparented.items():
+                new_parents[number - len(visited)] = parent
+            visited.add([keys[j] for j in numbered], new_parents)
+            keys, numbered = [], []
             if stop:
                 break
-            if max_states is not None and len(parents) >= max_states:
-                stopped_by, stop = "max-states", True
-                break
-            if expansions >= next_clock:
-                next_clock = expansions + PROGRESS_EVERY
-                elapsed = time.perf_counter() - started
-                if progress:
-                    progress({"distinct": len(parents), "generated": generated, "depth": depth + 1,
-                              "queue": len(frontier) - (expansions - level_start) + len(next_frontier),
-                              "elapsed": elapsed})
-                if time_limit is not None and elapsed >= time_limit:
-                    stopped_by, stop = "time-limit", True
-                    break
         # Keep the partial level for statistics; only full levels count as explored depth.
         if next_frontier:
             states_per_depth.append(len(next_frontier))
         if stop:
             break
-        frontier = next_frontier
+        frontier, frontier_base = next_frontier, level_base
         depth += 1 if next_frontier else 0
 
     if stop and stopped_by is None:
         stopped_by = "violation"
     elapsed = time.perf_counter() - started
-    distinct = len(parents)
+    distinct = len(visited)
     # Complete: every reachable state (within the model's own bounds) was visited.
     result = CheckResult(engine="bfs", complete=stopped_by is None, stopped_by=stopped_by)
     for prop, chain in found.items():
@@ -245,5 +315,6 @@ def explore(
     }
     if not exact:
         result.stats["collision_probability"] = collision_probability(distinct, generated)
+        result.stats["visited_bytes_per_state"] = round(visited.nbytes / max(distinct, 1), 1)
     result.record_coverage(model.rule_names, model.action_rule, gen_by_action, new_by_action)
     return result
