@@ -1,7 +1,8 @@
 """BFS throughput and memory on named benchmark configs (`make bench`).
 
 Each case runs in a fresh process so that peak RSS is its own: bytes/state = (peak RSS after the
-search - RSS before it) / distinct states, i.e. visited map + frontier + interpreter growth.
+search - RSS before it) / distinct states, i.e. visited set + frontier + interpreter growth; the visited
+set's own bytes per state (numpy arrays, fingerprint mode) are reported beside it.
 Results go to stdout and bench/results/bfs.json. No assertions: these are measurements.
 """
 
@@ -37,6 +38,7 @@ after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 s = r.stats
 print(json.dumps({"distinct": s["distinct"], "generated": s["generated"], "depth": s["depth"], "seconds": s["seconds"],
                   "states_per_second": s["states_per_second"], "bytes_per_state": round((after - before) / s["distinct"]),
+                  "visited_bytes_per_state": s.get("visited_bytes_per_state"),
                   "complete": r.complete, "violations": [v.outcome.property for v in r.violations]}))
 """
 
@@ -49,7 +51,7 @@ def main() -> None:
     from harness.registry import spec_names
 
     results = []
-    print(f"{'case':45s} {'mode':6s} {'distinct':>10s} {'gen':>11s} {'depth':>5s} {'sec':>7s} {'states/s':>9s} {'B/state':>8s}  range")
+    print(f"{'case':45s} {'mode':6s} {'distinct':>10s} {'gen':>11s} {'depth':>5s} {'sec':>7s} {'states/s':>9s} {'B/state':>8s} {'visited':>8s} range")
     for spec, preset, settings, variants, mutation in CASES:
         if spec not in spec_names():
             continue
@@ -63,8 +65,8 @@ def main() -> None:
             rates = [x["states_per_second"] for x in runs]
             results.append({"case": name, "exact": exact, **r, "states_per_second_range": [min(rates), max(rates)]})
             print(f"{name:45s} {'exact' if exact else 'fp64':6s} {r['distinct']:>10,} {r['generated']:>11,} {r['depth']:>5} "
-                  f"{r['seconds']:>7.2f} {r['states_per_second']:>9,} {r['bytes_per_state']:>8,}  "
-                  f"{min(rates):,}-{max(rates):,}")
+                  f"{r['seconds']:>7.2f} {r['states_per_second']:>9,} {r['bytes_per_state']:>8,} "
+                  f"{r['visited_bytes_per_state'] or '':>8} {min(rates):,}-{max(rates):,}")
     save(results, "bfs.json")
 
 
