@@ -4,6 +4,7 @@ the command's refusals (one line, exit 2) and its Ctrl-C (exit 130)."""
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from test_nightly_report import CHROMIUM_ARGS, browser
 from harness.explore import create_app, start_server, url_of
 from harness.registry import load_spec
 from harness.trace import read_trace
+from specs.kip642 import VOTER_ASSIGNMENT
 
 CORPUS = ROOT / "counterexamples"
 KRAFT = CORPUS / "kraft-small-expand_below_hwm-LeaderCandidateCompleteness.itf.json"
@@ -121,7 +123,10 @@ def test_a_kip642_trace_shows_voters_roles_and_configuration_entries():
         status, html = get(f"{url}trace/0/step/{len(trace.states) - 1}")
     assert status == 200 and 'class="view-quorum"' in html
     assert html.count("data-server=") == len(trace.states[0].servers)
-    assert "record config" in html  # configuration entries drawn apart from data records
+    # every VoterAssignment entry of every log drawn apart from the records, and listed with its voters
+    entries = sum(e.kind == VOTER_ASSIGNMENT for server in trace.states[-1].servers for e in server.log)
+    assert entries and len(re.findall(r'class="record epoch-\d config"', html)) == entries
+    assert html.count("<li>offset ") == entries
 
 
 def test_model_mode_three_actions_saved_and_replayed_in_chromium(tmp_path):
@@ -136,7 +141,7 @@ def test_model_mode_three_actions_saved_and_replayed_in_chromium(tmp_path):
             choice = page.locator("#enabled a.action").nth(n % 2)  # not always the first: a real choice
             labels.append(choice.inner_text())
             choice.click()
-            page.wait_for_url(f"**/model?path=0,*")
+            page.wait_for_url("**/model?path=0,*")
             assert page.locator("#action-label").inner_text() == labels[-1]
         assert page.locator("#history li").count() == 4
         assert page.locator("#invariants tr[data-invariant]").count() == len(model.invariant_names)
@@ -229,3 +234,18 @@ def test_the_command_prints_its_url_serves_and_exits_130_on_ctrl_c():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+@pytest.mark.parametrize("spec_name", ["kraft", "replication", "kip642", "zk", "kip435"])
+def test_every_committed_counterexample_draws_its_protocol_view_at_every_step(spec_name):
+    """The spec's own view (not the fallback tree) at every state of its corpus, each step a page."""
+    kind = {"kraft": "replicated_log", "replication": "replicated_log", "kip642": "quorum"}.get(spec_name, "assignment")
+    for path in sorted(CORPUS.glob(f"{spec_name}-*.itf.json")):
+        trace = read_trace(path)
+        client = create_app(traces=[trace]).test_client()
+        for index, state in enumerate(trace.states):
+            drawn = trace.spec.protocol_view_fn(trace.model.config, state)
+            assert drawn["kind"] == kind
+            json.dumps(drawn)  # plain data
+            page = client.get(f"/trace/0/step/{index}")
+            assert page.status_code == 200 and f'class="view-{kind}"' in page.text, (path.name, index)

@@ -1134,7 +1134,8 @@ def drawn(cfg: KraftConfig, s: State) -> dict:
                       ("fetched this epoch", as_set(b.fetched))]
         brokers.append({"id": i, "status": BROKER_STATUS.show(b.status), "role": role,
                         "log": [{"epoch": e} for e in b.log],
-                        "marks": [("HWM", b.hwm), ("LEO", len(b.log)), ("LESO", b.leso if leads else None)],
+                        "marks": [("HWM", b.hwm, b.hwm), ("LEO", len(b.log), len(b.log)),
+                                  ("LESO", b.leso if leads else None, b.leso)],
                         "known": known, "maximal_isr": as_set(b.maximal_isr) if leads else None})
         req, response = b.pending, b.response
         if req.isr and response.status == NO_RESPONSE_YET:
