@@ -55,6 +55,15 @@ def chromium_page():
             chromium.close()
 
 
+def screenshot(trace_path: Path, png: Path) -> None:
+    """The explorer at the last step of a trace (its violation), as Chromium renders it: the tests take
+    these, and `python tests/test_explore.py docs` writes the README's (docs/explore-*.png)."""
+    trace = read_trace(trace_path)
+    with serving(create_app(traces=[trace])) as url, chromium_page() as page:
+        page.goto(f"{url}trace/0/step/{len(trace.states) - 1}")
+        page.screenshot(path=str(png), full_page=True)
+
+
 def get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=10) as r:
@@ -95,10 +104,11 @@ def test_a_kraft_counterexample_steps_to_its_violation_in_chromium(tmp_path):
         page.keyboard.press("ArrowLeft")
         page.wait_for_url(f"**/step/{last - 1}")
         assert page.locator("#violation").count() == 0
-        page.goto(f"{url}trace/0/step/{last}")  # the permalink of a step opens that step
-        shot = tmp_path / "kraft.png"
-        page.screenshot(path=str(shot), full_page=True)
-        assert shot.stat().st_size > 20_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        page.goto(url.rstrip("/") + page.locator("#permalink").get_attribute("href"))  # the permalink opens the step
+        assert page.locator("#step-index").inner_text() == str(last - 1)
+    shot = tmp_path / "kraft.png"
+    screenshot(KRAFT, shot)
+    assert shot.stat().st_size > 20_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def trace_view_changes(trace, index):
@@ -249,3 +259,9 @@ def test_every_committed_counterexample_draws_its_protocol_view_at_every_step(sp
             json.dumps(drawn)  # plain data
             page = client.get(f"/trace/0/step/{index}")
             assert page.status_code == 200 and f'class="view-{kind}"' in page.text, (path.name, index)
+
+
+if __name__ == "__main__":  # python tests/test_explore.py docs: the README's screenshots
+    folder = Path(sys.argv[1])
+    screenshot(KRAFT, folder / "explore-kraft.png")
+    screenshot(KIP642, folder / "explore-kip642.png")
