@@ -82,6 +82,10 @@ def test_a_kraft_counterexample_steps_to_its_violation_in_chromium(tmp_path):
         page.keyboard.press("ArrowRight")
         page.wait_for_url("**/step/1")
         assert page.locator("#action-label").inner_text() == trace.model.format_action(trace.actions[1])
+        # each parameter as its rule formats it: the target index reads as the replica list it names
+        shown = dict(zip(page.locator("table.params th").all_inner_texts(), page.locator("table.params td").all_inner_texts()))
+        assert shown == dict(trace.model.format_params(trace.actions[1]))
+        assert shown["target"] == "[2,3]" != str(dict(trace.actions[1].params)["target"])
         page.click("#next")
         page.wait_for_url("**/step/2")
         page.keyboard.press("End")

@@ -29,7 +29,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from harness.errors import BadInput
 from harness.model import Action, Model
-from harness.present import Step, View, _guarded, run_steps, trace_view
+from harness.present import Step, View, guarded, run_steps, trace_view
 from harness.trace import Outcome, Trace, trace_filename, write_trace
 
 HOST = "127.0.0.1"  # loopback only: the explorer has no authentication
@@ -42,7 +42,7 @@ def protocol_view(model: Model, state: tuple) -> dict:
     """The spec's drawing of `state` as plain data, or the generic tree when the spec declares none (or its
     function fails on a state no run reaches: an edited trace must still be shown)."""
     draw = model.spec.protocol_view_fn
-    data = _guarded(lambda: draw(model.config, state)) if draw is not None else None
+    data = guarded(lambda: draw(model.config, state)) if draw is not None else None
     return data if isinstance(data, dict) and "kind" in data else {"kind": "tree"}
 
 
@@ -76,8 +76,8 @@ def invariant_rows(model: Model, state: tuple) -> list[dict]:
     evaluated (a spec's assumption broken by a state no run reaches)."""
     rows = []
     for name in model.invariant_names:
-        verdict = _guarded(lambda: bool(model.holds(name, state)))
-        reason = _guarded(lambda: model.explain(name, state)) if verdict is False else None
+        verdict = guarded(lambda: bool(model.holds(name, state)))
+        reason = guarded(lambda: model.explain(name, state)) if verdict is False else None
         rows.append({"name": name, "holds": verdict, "reason": reason, "statement": model.statement(name) or ""})
     return rows
 
@@ -214,7 +214,7 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
             protocol=protocol_view(model, state),
             previous=protocol_view(model, walk.states[-2]) if len(walk.states) > 1 else None,
             tree=field_tree(steps[-1]), invariants=invariant_rows(model, state), token=save_token,
-            quiescent=_guarded(lambda: model.quiescent(state)))
+            quiescent=guarded(lambda: model.quiescent(state)))
 
     @app.post("/model/save")
     def model_save():
