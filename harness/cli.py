@@ -1,4 +1,4 @@
-"""`python -m harness`: list, describe, check, replay, show, diff, graph, prove, corpus.
+"""`python -m harness`: list, describe, check, replay, show, diff, graph, prove, corpus, explore.
 
 Exit codes: 0 = the property holds / the trace replays as recorded; 1 = a violation was found / the
 trace does not reproduce; 2 = bad input, reported on one line with no traceback.
@@ -523,6 +523,60 @@ def corpus_cmd(out: str, names: tuple) -> None:
     if survivors:
         err.print(f"[red]mutations not caught:[/red] {', '.join(survivors)}")
     sys.exit(1 if survivors else 0)
+
+
+# --------------------------------------------------------------------------------------- explore
+MODEL_OPTIONS = ("preset", "settings", "variants", "mutation", "out")  # explore's options for a model, not a trace
+
+
+@cli.command("explore")
+@click.argument("targets", nargs=-1, metavar="TRACE... | SPEC")
+@click.option("--config", "preset", default=None, help="[SPEC] named preset (see `list`)")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="[SPEC] override a config constant")
+@click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE", help="[SPEC] select a protocol variant")
+@click.option("--mutation", default=None, help="[SPEC] remove one safety rule (see `list`)")
+@click.option("--out", default="traces", show_default=True, type=click.Path(file_okay=False),
+              help="[SPEC] where walks saved as traces go")
+@click.option("--port", type=click.IntRange(min=0, max=65535), default=8765, show_default=True,
+              help="the port on 127.0.0.1 (0: any free port)")
+@click.pass_context
+def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -> None:
+    """Explore traces or a model in a web browser, served on 127.0.0.1 until Ctrl-C.
+
+    With TRACE files: step through each (buttons, or the arrow keys), each step's action, the fields it
+    changed, the violated property at the end, the lasso's loop. With SPEC (and --config, --set, --variant,
+    --mutation as for `check`): from an initial state choose among the enabled actions, go back and branch,
+    see every invariant at each state, and save the walk as a trace `replay` accepts. Only the traces named
+    here are served, and nothing in them is run as code. Prints `explore: URL`; exit 130 on Ctrl-C, 2 on
+    bad input."""
+    from harness.explore import create_app, start_server, url_of
+    from harness.registry import load_spec, spec_names
+    from harness.trace import read_trace
+
+    if not targets:
+        raise BadInput(f"give TRACE files to step through, or a SPEC to explore (one of: {', '.join(spec_names())})")
+    model = None
+    if len(targets) == 1 and targets[0] in spec_names() and not Path(targets[0]).is_file():
+        spec = load_spec(targets[0])
+        model = spec.bind(spec.config(preset, settings, variants, mutation))
+        check_writable_dir(Path(out), "--out")
+        app = create_app(model=model, out_dir=Path(out))
+    else:
+        for param in MODEL_OPTIONS:
+            if ctx.get_parameter_source(param) not in (click.core.ParameterSource.DEFAULT,
+                                                       click.core.ParameterSource.DEFAULT_MAP):
+                flag = max(next(p for p in ctx.command.params if p.name == param).opts, key=len)
+                raise BadInput(f"{flag} applies to exploring a SPEC, not to TRACE files")
+        for t in targets:
+            if not Path(t).exists() and t not in spec_names():
+                raise BadInput(f"{t}: neither a trace file nor a spec (known specs: {', '.join(spec_names())})")
+        app = create_app(traces=[read_trace(t) for t in targets])
+    server = start_server(app, port)
+    print(f"explore: {url_of(server)}", flush=True)
+    try:
+        server.serve_forever()  # Ctrl-C raises Interrupted here: main() reports it and exits 130
+    finally:
+        server.server_close()
 
 
 _exiting = threading.Lock()

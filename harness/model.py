@@ -413,6 +413,9 @@ class Spec:
     # Optional with a view: the fields it leaves out. Of the states with one view, engines keep the one with
     # the smallest `Model.tie`: the hash of these fields if given (cheaper), else of the whole state.
     hidden: Callable | None = None
+    # How the explorer draws a state as the protocol reads (`@spec.protocol_view`): `fn(cfg, state) -> dict`
+    # of plain data whose "kind" names a template of harness/explore. Engines never call it. None: a tree.
+    protocol_view_fn: Callable | None = None
 
     def __post_init__(self) -> None:
         self.schema: ItfType = type_of_annotation(self.state_class)
@@ -520,6 +523,12 @@ class Spec:
     def quiescent(self, fn: Callable) -> Callable:
         """`@spec.quiescent`: states where having no successor is not a deadlock."""
         self.quiescent_fn = fn
+        return fn
+
+    def protocol_view(self, fn: Callable) -> Callable:
+        """`@spec.protocol_view`: `fn(cfg, state) -> dict`, the state as plain JSON-ready data for the
+        explorer's view of this protocol (`harness explore`): {"kind": <template>, ...}."""
+        self.protocol_view_fn = fn
         return fn
 
     # -- configs --------------------------------------------------------------------------------
@@ -798,9 +807,12 @@ class Model:
 
     def format_action(self, action: Action) -> str:
         """An action as people read it: each parameter through its rule's format."""
+        return f"{action.rule}(" + ", ".join(f"{k}={v}" for k, v in self.format_params(action)) + ")"
+
+    def format_params(self, action: Action) -> list[tuple[str, str]]:
+        """Each (parameter, value as people read it) of an action, through its rule's formats."""
         formats = self._formats.get(action.rule, {})
-        return f"{action.rule}(" + ", ".join(
-            f"{k}={formats[k](self.config, v) if k in formats else v}" for k, v in action.params) + ")"
+        return [(k, str(formats[k](self.config, v)) if k in formats else str(v)) for k, v in action.params]
 
     def quiescent(self, state: tuple) -> bool:
         q = self.spec.quiescent_fn

@@ -68,7 +68,7 @@ def run_steps(model: Model, states: list[tuple], actions: list, loop: int | None
     return steps
 
 
-def _guarded(compute: Callable[[], Any]) -> Any:
+def guarded(compute: Callable[[], Any]) -> Any:
     """A property or rule evaluated on a state read from a file: a well-typed state that no run reaches
     (an edited trace) may break a spec's assumptions, and `show` must still print the file."""
     try:
@@ -90,7 +90,7 @@ def lasso_text(model: Model, states: list[tuple], loop: int | None) -> str | Non
     last = len(states) - 1
     if loop < last:
         return f"from state {loop}, steps {loop + 1}..{last} repeat forever (state {last} is state {loop} again)"
-    enabled = _guarded(lambda: fair_rules_enabled(model, states[last]))
+    enabled = guarded(lambda: fair_rules_enabled(model, states[last]))
     why = ("stuttering: no fair rule is enabled in state {n}" if enabled == [] else
            "stuttering, although fair rule(s) {r} are enabled in state {n}: weak fairness would take one"
            if enabled else "stuttering")

@@ -12,7 +12,8 @@ Most lines are malformed; some are valid. The contract every line must keep:
 
 A valid line must stay cheap, so every line ends with a *tail* of options that bounds the work
 (`check`: `--max-states 200 --time-limit 2`, a `tiny` config for the big specs, Hypothesis and Z3
-budgets; `graph`: `--max-states 200`; `prove`: one or two brokers; `corpus`: a bogus `--spec`). Click
+budgets; `graph`: `--max-states 200`; `prove`: one or two brokers; `corpus`: a bogus `--spec`; `explore`: a
+port the fuzzer holds, so that it refuses instead of serving). Click
 keeps the last value of a repeated option, and a tail option swallowed as the value of a dangling
 option leaves its own value as a stray argument, a usage error: either way the bounds hold. Spark is
 only given invalid masters, and starting a JVM is blocked and counted as a failure. Every line runs
@@ -40,6 +41,7 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -131,7 +133,12 @@ VALUES: dict[str, tuple[list, list]] = {
     "--spec": (list(SPECS), BOGUS_SPECS),
     "--step": (["0", "1", "2"], NUMBERS_BAD[1:] + NUMBERS_HUGE),
     "--fields": (["hwm", "log[*]", "brokers[1].*", "*", "partition"], ["nope", "[", "**[", "brokers[99]"]),
+    "--port": (["0", "8765"], ["-1", "65536", "x", "1.5"]),
 }
+
+# `explore` serves until Ctrl-C once its arguments are good: its tail names this port, held busy by the
+# fuzzer, so a valid line is checked in full (spec, config, traces, --out) and then refused (exit 2).
+BUSY_PORT = socket.create_server(("127.0.0.1", 0))
 
 # Failures found by this fuzzer outside its owner's files, kept out of the vocabulary until fixed
 # (each is reported with its reproducer):
@@ -265,6 +272,8 @@ def tail(draw, command: str, spec: str | None, valid: bool) -> list[str]:
                 "--out", pick(["cti"], ["afile"])]
     if command == "corpus":
         return ["--out", "corpus", "--spec", draw(st.sampled_from([s for s in BOGUS_SPECS if s not in SPECS]))]
+    if command == "explore":
+        return ["--port", str(BUSY_PORT.getsockname()[1])]
     return []
 
 
