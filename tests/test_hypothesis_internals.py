@@ -42,3 +42,26 @@ def test_a_ci_machine_keeps_the_profiles_as_written():
     out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "CI": "true"},
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]
+
+
+def test_the_mined_constants_are_where_the_engine_empties_them():
+    from hypothesis.internal.conjecture import providers
+
+    assert callable(providers._get_local_constants) and hasattr(providers.CONSTANTS_CACHE, "cache")
+    with hyp.walks_from_the_seed_alone():
+        assert not providers._get_local_constants().set_for_type("integer")
+    assert providers._get_local_constants is not providers.Constants
+
+
+def test_a_seed_gives_the_same_walks_whatever_the_process_imported():
+    """Two processes, one of which imported more of the harness first (which fed Hypothesis more mined
+    constants), walk the same steps."""
+    import subprocess
+    import sys
+
+    probe = ("{} from harness.registry import load_spec; from harness.engines import hypothesis as h; "
+             "s = load_spec('kraft'); m = s.bind(s.config('small', mutation='expand_below_leso')); "
+             "r = h.explore(m, profile='ci', examples=120, steps=60); print(r.stats['steps'], r.stats['distinct_walks'])")
+    walks = [subprocess.run([sys.executable, "-c", probe.format(first).strip()], capture_output=True, text=True,
+                            check=True).stdout for first in ("", "import harness.cli, harness.engines.spark, harness.explore;")]
+    assert walks[0] == walks[1] and int(walks[0].split()[0]) > 120
