@@ -17,7 +17,8 @@ VALUES = {"seed": ["--seed", "1"], "exact": ["--exact"], "no_deadlock": ["--no-d
           "keep_going": ["--continue"], "check_reads": ["--check-reads"], "profile": ["--profile", "ci"],
           "examples": ["--examples", "2"], "steps": ["--steps", "2"], "master": ["--master", "local[1]"],
           "partitions": ["--partitions", "2"], "checkpoint": ["--checkpoint", "ck"], "resume": ["--resume"],
-          "spark_levels_only": ["--every-level-on-spark"], "depth": ["--depth", "3"]}
+          "spark_levels_only": ["--every-level-on-spark"], "executor_wait": ["--executor-wait", "5"],
+          "depth": ["--depth", "3"]}
 
 
 def test_every_engine_specific_option_has_a_value_here_and_a_tag_in_help():

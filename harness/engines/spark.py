@@ -282,6 +282,67 @@ def _ship_code(sc) -> None:
     sc.addPyFile(str(tmp))
 
 
+# ---------------------------------------------------------------------------------- executors
+
+EXECUTOR_WAIT = 120.0  # seconds a cluster may take to give the job its first executor (--executor-wait)
+NEEDED_MODULES = ("harness", "specs", "invariants", "numpy", "pyarrow", "msgpack")
+
+
+def wait_for_executors(sc, wait: float, deadline: float | None) -> bool:
+    """On a cluster, wait until an executor has registered. False if the time limit came first; BadInput
+    (exit 2) if `wait` seconds passed without one. Local masters run their executor in the driver."""
+    if sc.master.startswith("local"):
+        return True
+    started = time.monotonic()
+    while sc._jsc.sc().getExecutorMemoryStatus().size() <= 1:  # the driver's own block manager counts one
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            return False
+        if now - started >= wait:
+            raise BadInput(f"no Spark executor registered with {sc.master} within {wait:g} s (--executor-wait): "
+                           f"are workers up, with free cores and the memory the job asks for?")
+        time.sleep(0.25)
+    return True
+
+
+def probe_executors(sc, checkpoint: Path) -> None:
+    """One small task per executor slot: each reports its host, its Python, the modules it cannot import
+    and whether it can write the checkpoint directory. BadInput (exit 2) naming what is missing where."""
+    if sc.master.startswith("local"):
+        return
+    directory, modules = str(checkpoint), NEEDED_MODULES
+
+    def report(_):  # defined here so that it is shipped by value: it must run where the harness is missing
+        import importlib.util
+        import os as os_
+        import socket
+        import sys as sys_
+        missing = []
+        for name in modules:
+            try:
+                found = importlib.util.find_spec(name) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                missing.append(name)
+        writable = os_.path.isdir(directory) and os_.access(directory, os_.W_OK | os_.X_OK)
+        return [(socket.gethostname(), sys_.executable, tuple(missing), writable)]
+
+    slots = max(sc.defaultParallelism, 1)
+    try:
+        reports = set(sc.parallelize(range(slots), slots).mapPartitions(report).collect())
+    except Exception as exc:  # noqa: BLE001 - the executor's own error, in one line
+        lines = [ln.strip() for ln in str(exc).splitlines() if "Error" in ln and ":" in ln]
+        raise BadInput(f"the Spark executors cannot run the probe task: {(lines or [type(exc).__name__])[-1][:200]}") from None
+    for host, python, missing, writable in sorted(reports):
+        if missing:
+            raise BadInput(f"executor on {host} ({python}) cannot import {', '.join(missing)}: give executors the "
+                           f"harness's environment (README, 'On a cluster': spark.archives with a packed venv)")
+        if not writable:
+            raise BadInput(f"executor on {host} cannot write the checkpoint directory {directory}: it must be a path "
+                           f"every executor and the driver share (--checkpoint)")
+
+
 # ---------------------------------------------------------------------------------- the driver
 
 
@@ -297,7 +358,8 @@ def code_digest() -> str:
 def explore(model: Model, *, master: str | None = "local[*]", partitions: int | None = None,
             checkpoint: str | None = None, resume: bool = False, max_depth: int | None = None,
             time_limit: float | None = None, keep_going: bool = False, check_deadlock: bool = True,
-            progress=None, spark_levels_only: bool = False, session_factory=None) -> CheckResult:
+            progress=None, spark_levels_only: bool = False, session_factory=None,
+            executor_wait: float = EXECUTOR_WAIT) -> CheckResult:
     """Exhaustive BFS in shards. `spark_levels_only` forces every level through Spark (tests);
     `session_factory(master, log_file)` replaces `start_session` (tests that must not start a JVM)."""
     if master:
@@ -386,6 +448,13 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                         first = (str(session["error"]).strip().splitlines() or [type(session["error"]).__name__])[0]
                         raise BadInput(f"cannot start Spark ({master or 'from spark-submit'}): {first[:160]} "
                                        f"(Spark's output: {log_file})")
+                    if "probed" not in session:
+                        deadline = None if time_limit is None else started + time_limit
+                        if not wait_for_executors(session["spark"], executor_wait, deadline):
+                            stopped_by = "time-limit"
+                            break
+                        probe_executors(session["spark"], directory)
+                        session["probed"] = True
                     t_level = time.monotonic()
                     _spark_level(session["spark"], job, level, shards, log_file)
                     totals["spark_levels"] += 1
