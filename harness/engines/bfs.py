@@ -143,12 +143,8 @@ def explore(
 
     viewed = model.view is not None
     tie_of = model.tie
-    # A level is a list of states, in the order found: the state at position i has number base + i. Under a
-    # view, per position, the action that found the kept state and its `Model.tie` (computed once, when
-    # another state with its view turns up).
+    # A level is a list of states, in the order found: the state at position i has number base + i.
     frontier: list = []
-    level_action: list[int] = []
-    level_tie: list = []
     stop = False
     position: dict = {}
     for s in model.init_states():
@@ -176,7 +172,10 @@ def explore(
             break
         next_frontier: list = []
         append = next_frontier.append
-        level_action, level_tie = [], []
+        # Under a view, per position of the level: the action that found the kept state and its `Model.tie`
+        # (computed once, when another state with its view turns up).
+        level_action: list[int] = []
+        level_tie: list = []
         level_base = len(visited)  # the number of the level's first state
         level_start = expansions
         for at in range(0, len(frontier), BATCH_PARENTS):
@@ -211,33 +210,33 @@ def explore(
                     j = walk[w]
                     w += 1
                     index, t = successors[j]
+                    number = level_base + len(next_frontier)  # if it is new
                     if viewed:
-                        number = known[j] if known[j] >= 0 else number_at.get(first[j])
-                        if number is not None:  # found again in the level being built: keep the representative
-                            pos = number - level_base
+                        kept = known[j] if known[j] >= 0 else number_at.get(first[j])
+                        if kept is not None:  # found again in the level being built: keep the representative
+                            pos = kept - level_base
                             if level_tie[pos] is None:
                                 level_tie[pos] = tie_of(next_frontier[pos])  # the kept state's, once
                             tie = tie_of(t)
                             if tie < level_tie[pos]:  # `representative`, with the kept state's hash cached
                                 next_frontier[pos] = t
-                                if number >= len(visited):
-                                    reparented[number] = ks
+                                if kept >= len(visited):
+                                    reparented[kept] = ks
                                 else:
-                                    visited.set_parent(number, ks)
+                                    visited.set_parent(kept, ks)
                                 new_by_action[level_action[pos]] -= 1
                                 new_by_action[index] += 1
                                 level_action[pos], level_tie[pos] = index, tie
                                 for name, inv in invariants:
-                                    if not inv(cfg, t) and record(name, number):
+                                    if not inv(cfg, t) and record(name, kept):
                                         stop = True
                             if stop:
                                 hi = j + 1
                                 break
                             continue
-                        number_at[j] = level_base + len(next_frontier)
+                        number_at[j] = number
                         level_action.append(index)
                         level_tie.append(None)
-                    number = level_base + len(next_frontier)
                     numbered.append(j)
                     new_by_action[index] += 1
                     append(t)
