@@ -108,13 +108,18 @@ def _engines(param: str) -> str:
     return f"[{', '.join(ENGINE_OPTIONS[param])}] "
 
 
+def _flag_given(ctx: click.Context, name: str) -> str | None:
+    """The flag of option `name` if the user gave it on the command line (not its default), else None."""
+    if ctx.get_parameter_source(name) in (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP):
+        return None
+    return max(next(p for p in ctx.command.params if p.name == name).opts, key=len)
+
+
 def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
     """One line naming the engines that take an option the user gave to an engine that does not."""
     for param in ctx.command.params:
         takes = ENGINE_OPTIONS.get(param.name)
-        if takes and engine not in takes and ctx.get_parameter_source(param.name) not in (
-                click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP):
-            flag = max(param.opts, key=len)
+        if takes and engine not in takes and (flag := _flag_given(ctx, param.name)):
             raise BadInput(f"{flag} applies to the {' and '.join(takes)} engine{'s' if len(takes) > 1 else ''}, "
                            f"not to --engine {engine}")
 
@@ -559,7 +564,6 @@ def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -
 
     if not targets:
         raise BadInput(f"give TRACE files to step through, or a SPEC to explore (one of: {', '.join(spec_names())})")
-    model = None
     if len(targets) == 1 and targets[0] in spec_names() and not Path(targets[0]).is_file():
         spec = load_spec(targets[0])
         model = spec.bind(spec.config(preset, settings, variants, mutation))
@@ -567,9 +571,7 @@ def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -
         app = create_app(model=model, out_dir=Path(out))
     else:
         for param in MODEL_OPTIONS:
-            if ctx.get_parameter_source(param) not in (click.core.ParameterSource.DEFAULT,
-                                                       click.core.ParameterSource.DEFAULT_MAP):
-                flag = max(next(p for p in ctx.command.params if p.name == param).opts, key=len)
+            if flag := _flag_given(ctx, param):
                 raise BadInput(f"{flag} applies to exploring a SPEC, not to TRACE files")
         for t in targets:
             if not Path(t).exists() and t not in spec_names():
