@@ -1,14 +1,20 @@
 """A checkpoint directory that can neither delete a user's files nor resume from damaged data.
 
-Layout of a checkpoint directory DIR (level k = the BFS depth whose frontier is being expanded):
+Layout of a checkpoint directory DIR (level k = the BFS depth whose states are being expanded; T tasks):
 
-    DIR/checkpoint.json             the marker: this directory belongs to the harness, and to which job
-    DIR/state.json                  the manifest of the last completed level (the commit point)
-    DIR/frontier/k/shard-p.parquet  candidates of level k owned by shard p (fp, parent, action, state)
-    DIR/visited/k/shard-p.parquet   sorted fingerprints shard p has seen up to level k
-    DIR/parents/k/shard-p.parquet   (fp, parent, action) of the states new at level k, for traces
-    DIR/stats/k/shard-p.json        counts of shard p's expansion of level k (merged at commit)
-    DIR/spark.log                   the JVM's and Spark's own output
+    DIR/checkpoint.json                 the marker: this directory belongs to the harness, and to which job
+    DIR/state.json                      the manifest of the last completed level (the commit point)
+    DIR/frontier/k/part-t.parquet       the states of depth k that task t holds (fp, state)
+    DIR/parents/k/part-t.parquet        (fp, parent, action) of the states new at depth k that task t owns
+    DIR/exchange/k/from-s-to-t-A.arrow  candidates task s found for task t while expanding level k
+    DIR/winners/k/from-t-to-s-A.arrow   which of them were new (positions in s's file)
+    DIR/reports/k/part-t-A.json         task t's counts of level k, which every task reads
+    DIR/spark.log                       the JVM's and Spark's own output
+
+The committed files are the parents of every depth up to k and the frontier of depth k: neither depends
+on T, so a job resumes with any number of tasks. Exchange, winners and reports files live for one
+level; they are how tasks wait for one another (a file appears, by rename, once complete), and A, a
+token of the job attempt, keeps a file left by a killed attempt from being read by the next.
 
 Integrity:
 * The harness writes only inside a directory it created, or found empty, and marked with
@@ -38,13 +44,15 @@ import pyarrow.parquet as pq
 from harness.errors import BadInput
 from harness.files import check_writable_dir, write_atomic
 
-FORMAT = "kraft-harness-spark-checkpoint/3"  # 3: marker, manifest with checksums, tagged files
+FORMAT = "kraft-harness-spark-checkpoint/4"  # 4: parts per task, any task count on resume
 MARKER = "checkpoint.json"
 MANIFEST = "state.json"
 LOG = "spark.log"
-KINDS = {"frontier": "parquet", "visited": "parquet", "parents": "parquet", "stats": "json"}
-_DATA_FILE = re.compile(r"(?:(frontier|visited|parents)/(\d+)/shard-(\d+)\.parquet|(stats)/(\d+)/shard-(\d+)\.json)")
-_TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|shard-\d+\.(?:parquet|json))\.tmp\d+")  # write_atomic's
+KINDS = {"frontier": "parquet", "parents": "parquet", "exchange": "arrow", "winners": "arrow", "reports": "json"}
+TRANSIENT = ("exchange", "winners", "reports")  # never committed: written and read within one level
+_DATA_FILE = re.compile(r"(frontier|parents)/(\d+)/part-\d+\.parquet"
+                        r"|(exchange|winners)/\d+/from-\d+-to-\d+-[0-9a-f]{8}\.arrow|(reports)/\d+/part-\d+-[0-9a-f]{8}\.json")
+_TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|(?:part|from)-[-\dtoa-f]+\.(?:parquet|arrow|json))\.tmp\d+")  # write_atomic's
 
 
 class CheckpointRefused(BadInput):
@@ -56,30 +64,49 @@ def job_id(identity: dict) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def path(directory: str | Path, kind: str, level: int, shard: int | None = None) -> Path:
+def path(directory: str | Path, kind: str, level: int, name: str | None = None) -> Path:
+    """The file `name` (part-t, from-s-to-t) of `kind` at `level`, or the level's folder."""
     base = Path(directory) / kind / str(level)
-    return base if shard is None else base / f"shard-{shard}.{KINDS[kind]}"
+    return base if name is None else base / f"{name}.{KINDS[kind]}"
 
 
-def _tag(job: str, kind: str, level: int, shard: int) -> dict:
-    return {"job": job, "kind": kind, "level": level, "shard": shard}
+def names(directory: str | Path, kind: str, level: int) -> list[str]:
+    """The files of `kind` present at `level`, by name, sorted by task (whatever the task count that wrote them)."""
+    folder = path(directory, kind, level)
+    found = [f.name[:-len(KINDS[kind]) - 1] for f in folder.glob(f"*.{KINDS[kind]}")] if folder.is_dir() else []
+    return sorted(found, key=lambda n: [int(x) for x in re.findall(r"\d+", n)])
+
+
+def _tag(job: str, kind: str, level: int, name: str) -> dict:
+    return {"job": job, "kind": kind, "level": level, "name": name}
 
 
 # ------------------------------------------------------------------------------ tagged data files
 
 
-def write_table(directory: str, job: str, kind: str, level: int, shard: int, table: pa.Table) -> None:
-    tag = json.dumps(_tag(job, kind, level, shard)).encode()
+def write_table(directory: str, job: str, kind: str, level: int, name: str, table: pa.Table) -> None:
+    """Parquet for what a resume reads; Arrow IPC (no encoding step) for what lives one level."""
+    tag = json.dumps(_tag(job, kind, level, name)).encode()
     table = table.replace_schema_metadata({_TAG: tag})
-    write_atomic(path(directory, kind, level, shard), lambda p: pq.write_table(table, p))
+    if KINDS[kind] == "parquet":
+        write_atomic(path(directory, kind, level, name), lambda p: pq.write_table(table, p))
+    else:
+        def write(p: Path) -> None:
+            with pa.OSFile(str(p), "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
+                out.write_table(table)
+        write_atomic(path(directory, kind, level, name), write)
 
 
-def read_table(directory: str, job: str, kind: str, level: int, shard: int) -> pa.Table:
-    """A data file, checked to be the one its name says (job, kind, level, shard): a shard's file
-    copied over another's, or one left by another job, is refused rather than read."""
-    src = path(directory, kind, level, shard)
+def read_table(directory: str, job: str, kind: str, level: int, name: str) -> pa.Table:
+    """A data file, checked to be the one its name says (job, kind, level, part): a task's file copied
+    over another's, or one left by another job, is refused rather than read."""
+    src = path(directory, kind, level, name)
     try:
-        table = pq.read_table(src)
+        if KINDS[kind] == "parquet":
+            table = pq.read_table(src)
+        else:
+            with pa.memory_map(str(src)) as source:
+                table = pa.ipc.open_file(source).read_all()
     except FileNotFoundError:
         raise CheckpointRefused(f"corrupt checkpoint: {src} is missing") from None
     except (OSError, pa.ArrowInvalid) as exc:
@@ -89,27 +116,9 @@ def read_table(directory: str, job: str, kind: str, level: int, shard: int) -> p
         found = json.loads(tag) if tag else None
     except ValueError:
         found = None
-    if found != _tag(job, kind, level, shard):
+    if found != _tag(job, kind, level, name):
         raise CheckpointRefused(f"corrupt checkpoint: {src} does not belong there (it says {found})")
     return table
-
-
-def write_json(directory: str, job: str, kind: str, level: int, shard: int, data: dict) -> None:
-    text = json.dumps({"tag": _tag(job, kind, level, shard), "data": data})
-    write_atomic(path(directory, kind, level, shard), lambda p: p.write_text(text))
-
-
-def read_json(directory: str, job: str, kind: str, level: int, shard: int) -> dict:
-    src = path(directory, kind, level, shard)
-    try:
-        doc = json.loads(src.read_text())
-    except FileNotFoundError:
-        raise CheckpointRefused(f"corrupt checkpoint: {src} is missing") from None
-    except (OSError, ValueError) as exc:
-        raise CheckpointRefused(f"corrupt checkpoint: {src}: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("tag") != _tag(job, kind, level, shard) or not isinstance(doc.get("data"), dict):
-        raise CheckpointRefused(f"corrupt checkpoint: {src} does not belong there")
-    return doc["data"]
 
 
 def _sha256(file: Path) -> str:
@@ -168,8 +177,7 @@ class Checkpoint:
         return data["identity"]
 
     def _describe(self, identity: dict) -> str:
-        return (f"{identity.get('spec')}, config {identity.get('digest')}, {identity.get('shards')} shards, "
-                f"code {identity.get('code')}")
+        return f"{identity.get('spec')}, config {identity.get('digest')}, code {identity.get('code')}"
 
     # -- opening ------------------------------------------------------------------------------------
     def open(self, resume: bool) -> dict | None:
@@ -229,8 +237,8 @@ class Checkpoint:
         write_atomic(self.dir / MANIFEST, lambda p: p.write_text(json.dumps(doc, indent=1)))
         self.hashes = body["files"]
 
-    def _verify(self) -> dict:
-        """Read state.json and check every file it lists; refuse on any difference."""
+    def _manifest(self) -> dict:
+        """The body of state.json, checked against its own checksum and this job's identity."""
         manifest = self.dir / MANIFEST
         if not manifest.exists():
             raise CheckpointRefused(f"--resume: {self.dir} has no completed level to resume from (drop --resume)")
@@ -243,6 +251,18 @@ class Checkpoint:
             raise CheckpointRefused(f"corrupt checkpoint: {manifest} was changed or damaged (its checksum does not match)")
         if body.get("identity") != self.identity:
             raise CheckpointRefused(f"corrupt checkpoint: {manifest} belongs to another job than its marker")
+        return body
+
+    def adopt(self) -> dict:
+        """Take over the commits of a directory another process has just verified (`open` with resume):
+        the last level and totals, without hashing every file again."""
+        body = self._manifest()
+        self.hashes = dict(body["files"])
+        return {"level": body["level"], "totals": body["totals"]}
+
+    def _verify(self) -> dict:
+        """Read state.json and check every file it lists; refuse on any difference."""
+        body = self._manifest()
         level, files = body["level"], body["files"]
         for rel, (size, digest) in files.items():
             f = self.dir / rel
@@ -264,13 +284,14 @@ class Checkpoint:
 
     @staticmethod
     def _leftover(entry: str, level: int) -> bool:
-        """A file a run stopped at `level` may leave behind: temporary files, the outputs of the level
-        it was expanding, and inputs of the previous level it had not yet dropped."""
+        """A file a run stopped at `level` may leave behind: temporary files, a level's exchange, the
+        outputs of the level it was expanding, and the frontier before it, not yet dropped."""
         if _TEMP_FILE.fullmatch(os.path.basename(entry)):
             return True
         m = _DATA_FILE.fullmatch(entry)
         if m is None:
             return False
-        kind, k = m.group(1) or m.group(4), int(m.group(2) or m.group(5))
-        return (kind, k) in {("frontier", level + 1), ("visited", level), ("parents", level), ("stats", level),
-                             ("frontier", level - 1), ("visited", level - 2), ("stats", level - 1)}
+        if m.group(3) or m.group(4):  # exchange, winners, reports
+            return True
+        kind, k = m.group(1), int(m.group(2))
+        return k == level + 1 or (kind == "frontier" and k == level - 1)

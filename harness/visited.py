@@ -51,7 +51,7 @@ class FingerprintTable:
     def _home(self, keys: np.ndarray) -> np.ndarray:
         return ((keys.view(np.uint64) * _MULTIPLIER) >> np.uint64(64 - self._bits)).astype(np.int64)
 
-    def _find(self, keys: np.ndarray) -> np.ndarray:
+    def find(self, keys: np.ndarray) -> np.ndarray:
         """The number of each key's state, or -1."""
         found = np.full(len(keys), -1, np.int64)
         slot = self._home(keys)
@@ -81,7 +81,7 @@ class FingerprintTable:
         """For each key: the number of its visited state (-1 if none) and, for a key not visited, the position
         of its first occurrence in `keys` (itself for a first one; -1 for a visited key)."""
         keys = np.array(keys, np.int64)
-        known = self._find(keys)
+        known = self.find(keys)
         fresh = np.flatnonzero(known < 0)
         _, first_of_value, inverse = np.unique(keys[fresh], return_index=True, return_inverse=True)
         first = np.full(len(keys), -1, np.int64)

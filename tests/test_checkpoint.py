@@ -60,7 +60,7 @@ def reference():
         b = bfs.explore(model)  # the same exploration as BFS (which stops a level early on a violation)
         assert summary(full)[-1] == summary(b)[-1] and (mutation or summary(full)[1:] == summary(b)[1:])
         ck = base / f"part-{mutation}"
-        part = explore(model, ck, max_depth=3 if mutation is None else 1)
+        part = explore(model, ck, max_depth=4 if mutation is None else 1)
         assert not part.complete and part.stopped_by == "max-depth"
         out[mutation] = (model, summary(full), ck)
     yield out
@@ -102,20 +102,20 @@ def test_a_file_dropped_into_a_checkpoint_stops_it_being_cleared(reference, tmp_
 
 
 @pytest.mark.parametrize("damage, message", [
-    ("missing frontier shard", "frontier/4/shard-1.parquet is missing"),
+    ("missing frontier part", "frontier/4/part-0.parquet is missing"),
     ("edited level counter", "checksum does not match"),
-    ("missing visited file", "visited/3/shard-0.parquet is missing"),
+    ("missing parents file", "parents/3/part-0.parquet is missing"),
 ])
 def test_a_damaged_checkpoint_is_refused_never_resumed(reference, tmp_path, damage, message):
     model, expected, ck = copy_of(reference, None, tmp_path)
-    if damage == "missing frontier shard":
-        (ck / "frontier" / "4" / "shard-1.parquet").unlink()
+    if damage == "missing frontier part":
+        (ck / "frontier" / "4" / "part-0.parquet").unlink()
     elif damage == "edited level counter":
         doc = json.loads((ck / "state.json").read_text())
         doc["body"]["level"] = 9
         (ck / "state.json").write_text(json.dumps(doc))
     else:
-        (ck / "visited" / "3" / "shard-0.parquet").unlink()
+        (ck / "parents" / "3" / "part-0.parquet").unlink()
     with pytest.raises(BadInput, match=message):
         explore(model, ck, resume=True)
 
@@ -173,7 +173,7 @@ def damage(ck: Path, rnd: random.Random, kind: str) -> str:
             fh.write(b"\0" * rnd.randrange(1, 64))
     elif kind == "extra":
         (ck / "frontier" / "2").mkdir(parents=True, exist_ok=True)
-        (ck / "frontier" / "2" / "shard-0.parquet").write_bytes(b"PAR1")
+        (ck / "frontier" / "2" / "part-0.parquet").write_bytes(b"PAR1")
     else:  # a committed file copied into a level where it does not belong
         parts = name.split("/")
         if len(parts) != 3:
@@ -224,8 +224,12 @@ def test_a_checkpoint_uri_of_another_filesystem_is_refused_in_one_line(cli, tmp_
     assert list(tmp_path.iterdir()) == []  # no folder named after the URI
 
 
-def test_shards_default_to_the_masters_own_parallelism():
-    from harness.engines.spark import default_shards
+def test_the_owner_of_a_fingerprint_is_the_mixed_fingerprint_modulo_the_tasks():
+    """`owners` (numpy, a whole array) and `owner` (one int, SplitMix64) agree, negative fingerprints included."""
+    import numpy as np
 
-    assert [default_shards(m) for m in ("local[3]", "local[5,2]", "local", "local-cluster[2,3,1024]")] == [3, 5, 1, 6]
-    assert default_shards("local[*]") == default_shards("spark://h:7077") == (os.cpu_count() or 2)
+    from harness.engines.spark import owner, owners
+
+    fps = [0, 1, -1, -(2**63), 2**63 - 1, 123456789, -987654321] + [random.Random(k).randrange(-(2**63), 2**63) for k in range(200)]
+    for tasks in (1, 2, 3, 7, 64):
+        assert owners(np.array(fps, np.int64), tasks).tolist() == [owner(fp, tasks) for fp in fps]

@@ -1,20 +1,23 @@
-"""Exhaustive exploration with PySpark: fingerprint-owned shards, one exchange per BFS level.
+"""Exhaustive exploration with PySpark: long-lived level workers, one barrier job for the whole search.
 
-Design (measurements in docs/ARCHITECTURE.md):
+Design (measurements in docs/PERFORMANCE.md, trade-offs in docs/ARCHITECTURE.md):
 
-* Shard p owns the states whose mixed fingerprint is p modulo P (`owner`, one explicit function).
-* Strictly level-synchronous: level k of shard p is processed by one task, `process_shard`,
-  which deduplicates its incoming candidates (np.unique, then against its sorted visited array),
-  records parents of the new states, checks invariants on them, expands them, and emits one block
-  of children per destination shard. One `partitionBy` per level moves the blocks; each
-  destination writes its next frontier as parquet. Counterexamples are therefore shortest.
-* Every file a task writes depends only on the previous level's files, so a retried or re-run
-  task writes the same bytes: a run killed at any moment resumes (`--resume`) from the last
-  completed level and ends with exactly the results of an uninterrupted run.
-* Levels with small frontiers run in the driver (the same `process_shard`), while the
-  SparkSession starts in a background thread; shallow bugs are found before Spark is up.
-* Determinism: among duplicate candidates the smallest (parent, action) wins; among violations
-  of a property at its first level, the smallest fingerprint. Neither depends on P.
+* One Spark barrier job of T tasks runs every level; a task is a `LevelWorker` that lives for the
+  whole job and keeps its share of the visited set (the fingerprints `owners` gives it) and the
+  frontier states it generated, as Python objects, from one level to the next. Tasks meet three times
+  a level (`BarrierTaskContext.barrier`, `allGather`) and exchange only numbers, in Arrow files in
+  the checkpoint directory: candidates' (fingerprint, tie, parent, action) to their owner, and which
+  of them were new back to the sender. No state is pickled through the JVM or decoded on the way.
+* Strictly level-synchronous, so counterexamples are shortest. Determinism: of the candidates for
+  one fingerprint the smallest (tie, parent, action) wins; of the violations of a property at its
+  first depth, the smallest fingerprint. Neither depends on T.
+* Task 0 commits every level (harness.checkpoint: the parents of each depth and the frontier, which
+  do not depend on T). A run killed at any moment resumes (`--resume`) from the last committed level,
+  with any number of tasks, and ends with exactly the results of an uninterrupted run. A job that
+  fails (a lost executor) is run again from there by the driver, with the slots the cluster still has.
+* Levels run in the driver (the same worker, one task, no files exchanged) while the SparkSession
+  starts in a background thread and while frontiers are small; shallow bugs are found before Spark
+  is up.
 
 The checkpoint directory, its layout and its integrity checks are `harness.checkpoint`'s. Executors
 must see it (local mode: always; a cluster: a shared path).
@@ -22,11 +25,13 @@ must see it (local mode: always; a cluster: a shared path).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import re
+import secrets
 import shutil
 import socket
 import sys
@@ -40,33 +45,41 @@ from urllib.parse import urlparse
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
-import pyarrow.parquet as pq
 
 from harness import checkpoint as ck
 from harness import interrupt
 from harness.errors import BadInput
+from harness.files import write_atomic
 from harness.model import Model, config_digest, config_to_dict, mix64, preset_of
 from harness.speed import cycle_collector_paused
+from harness.visited import FingerprintTable
 from harness.result import CheckResult
 from harness.trace import Outcome
 
 SMALL_LEVEL = 20_000  # frontiers below this many candidates are expanded in the driver
 INIT_ACTION = -1
 
-# `tie`: under a spec's view, `Model.tie` (of the states with one view the smallest is kept, as in BFS); else 0
-_FRONTIER_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("tie", pa.int64()),
-                              ("state", pa.binary())])
+_FRONTIER_SCHEMA = pa.schema([("fp", pa.int64()), ("state", pa.binary())])
 _PARENT_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32())])
-_VISITED_SCHEMA = pa.schema([("fp", pa.int64())])
 
 
-def owner(fp: int, shards: int) -> int:
-    return mix64(fp) % shards
-
-
-# --------------------------------------------------------------------------- the shard worker
+# --------------------------------------------------------------------------- the level worker
 
 _MODELS: dict[str, Model] = {}
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def owners(fps: np.ndarray, tasks: int) -> np.ndarray:
+    """The task that owns each fingerprint: `mix64(fp) % tasks`, over a whole array at once."""
+    h = fps.astype(np.int64).view(np.uint64)
+    h = (h ^ (h >> np.uint64(30))) * _MIX1
+    h = (h ^ (h >> np.uint64(27))) * _MIX2
+    h = h ^ (h >> np.uint64(31))
+    return (h % np.uint64(tasks)).astype(np.int64)
+
+
+def owner(fp: int, tasks: int) -> int:
+    return mix64(fp) % tasks
 
 
 def _model(job: dict) -> Model:
@@ -83,114 +96,289 @@ def _model(job: dict) -> Model:
     return m
 
 
-@cycle_collector_paused()
-def process_shard(job: dict, level: int, shard: int) -> list[tuple[int, tuple]]:
-    """Dedupe, record, check and expand shard `shard`'s candidates of `level`; return child blocks."""
-    model = _model(job)
-    shards = job["shards"]
-    table = ck.read_table(job["dir"], job["id"], "frontier", level, shard)
-    fps = table.column("fp").to_numpy() if table.num_rows else np.empty(0, np.int64)
-    parents = table.column("parent").to_numpy() if table.num_rows else np.empty(0, np.int64)
-    actions = table.column("action").to_numpy() if table.num_rows else np.empty(0, np.int32)
-    ties = table.column("tie").to_numpy() if table.num_rows else np.empty(0, np.int64)
-    blobs = table.column("state").to_pylist() if table.num_rows else []
-    # deterministic dedupe: per fingerprint keep the smallest (tie, parent, action); tie is 0 without a view
-    order = np.lexsort((actions, parents, ties, fps))
-    fps, parents, actions = fps[order], parents[order], actions[order]
-    first = np.ones(len(fps), bool)
-    first[1:] = fps[1:] != fps[:-1]
-    visited = (ck.read_table(job["dir"], job["id"], "visited", level - 1, shard).column("fp").to_numpy()
-               if level > 0 else np.empty(0, np.int64))
-    pos = np.searchsorted(visited, fps)
-    seen = (pos < len(visited)) & (visited[np.minimum(pos, max(len(visited) - 1, 0))] == fps) if len(visited) else np.zeros(len(fps), bool)
-    new = first & ~seen
-    new_idx = order[new]
-    new_fps, new_parents, new_actions = fps[new], parents[new], actions[new]
-    ck.write_table(job["dir"], job["id"], "visited", level, shard,
-                   pa.table({"fp": np.union1d(visited, new_fps).astype(np.int64)}, schema=_VISITED_SCHEMA))
-    ck.write_table(job["dir"], job["id"], "parents", level, shard,
-                   pa.table({"fp": new_fps, "parent": new_parents, "action": new_actions}, schema=_PARENT_SCHEMA))
-    n_actions = len(model.actions)
-    gen_by_action = [0] * n_actions
-    new_by_action = [0] * n_actions
+def _column(table: pa.Table, name: str, dtype) -> np.ndarray:
+    return table.column(name).to_numpy().astype(dtype, copy=False) if table.num_rows else np.empty(0, dtype)
+
+
+class LevelWorker:
+    """Task `task` of `tasks` in one job. It owns the visited states whose fingerprint `owners` gives it, and
+    expands the frontier states it holds, as live objects, from one level to the next.
+
+    A level is three steps with the other tasks in between:
+      expand  every held state: check it for deadlock, generate its successors, keep per fingerprint the
+              smallest (tie, parent, action) candidate, and send each candidate's numbers to its owner;
+      decide  as owner, of all candidates for one fingerprint keep the smallest (tie, parent, action), drop
+              the visited ones, record the parents of the new states, and tell each sender which of its won;
+      collect keep the winning candidates as the next frontier, check the invariants on them, write it.
+    Only numbers cross between tasks; a state stays in the process that generated it, so it is never
+    decoded on the way (the frontier is encoded once, to be committed). Which candidate wins depends on
+    the candidates alone, so counts, parents and violations do not depend on the number of tasks."""
+
+    def __init__(self, job: dict, task: int, tasks: int) -> None:
+        self.job, self.task, self.tasks = job, task, tasks
+        self.model = _model(job)
+        self.visited = FingerprintTable()
+        self.frontier: list[tuple[int, tuple]] = []  # (fingerprint, state) of the depth being expanded
+        self._candidates: list = []  # [tie, parent fp, action, state, parent state], in order found
+        self._fps = np.empty(0, np.int64)
+        self._sent: list[np.ndarray] = []  # per owner: positions in _candidates of the rows sent to it
+        self._inbox: dict = {}  # one task: the exchange without files
+
+    # -- files ---------------------------------------------------------------------------------------
+    def _name(self, kind: str, name: str) -> str:
+        return f"{name}-{self.job['attempt']}" if kind in ck.TRANSIENT else name
+
+    def _write(self, kind: str, level: int, name: str, table: pa.Table) -> None:
+        if self.tasks == 1 and kind in ck.TRANSIENT:
+            self._inbox[kind] = table
+        else:
+            ck.write_table(self.job["dir"], self.job["id"], kind, level, self._name(kind, name), table)
+
+    def _read(self, kind: str, level: int, name: str) -> pa.Table:
+        if self.tasks == 1 and kind in ck.TRANSIENT:
+            return self._inbox.pop(kind)
+        return ck.read_table(self.job["dir"], self.job["id"], kind, level, self._name(kind, name))
+
+    def _await(self, kind: str, level: int, names: list[str]) -> None:
+        """Wait until the other tasks' files have appeared (each is renamed into place once complete).
+        A task that dies fails the barrier stage, and Spark kills the ones waiting here."""
+        if self.tasks == 1:
+            return
+        waiting = [ck.path(self.job["dir"], kind, level, self._name(kind, n)) for n in names]
+        pause = 0.0005
+        while waiting:
+            waiting = [f for f in waiting if not f.exists()]
+            if waiting:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.02)
+
+    def gather(self, level: int, report: dict) -> list[dict]:
+        """Every task's report of `level`, in task order."""
+        if self.tasks == 1:
+            return [report]
+        d = self.job["dir"]
+        text = json.dumps(report)
+        write_atomic(ck.path(d, "reports", level, self._name("reports", f"part-{self.task}")), lambda p: p.write_text(text))
+        names = [f"part-{t}" for t in range(self.tasks)]
+        self._await("reports", level, names)
+        return [json.loads(ck.path(d, "reports", level, self._name("reports", n)).read_text()) for n in names]
+
+    def load(self, level: int) -> None:
+        """Resume at a committed level: the visited fingerprints this task owns (from every depth's parents)
+        and the committed frontier's states it owns (whatever task count wrote them)."""
+        d, job = self.job["dir"], self.job["id"]
+        for k in range(level + 1):
+            for name in ck.names(d, "parents", k):
+                fps = _column(ck.read_table(d, job, "parents", k, name), "fp", np.int64)
+                mine = fps[owners(fps, self.tasks) == self.task]
+                self.visited.add(mine, np.zeros(len(mine), np.int32))
+        decode = self.model.decode_trusted
+        self.frontier = []
+        for name in ck.names(d, "frontier", level):
+            table = ck.read_table(d, job, "frontier", level, name)
+            fps = _column(table, "fp", np.int64)
+            blobs = table.column("state")
+            for i in np.flatnonzero(owners(fps, self.tasks) == self.task).tolist():
+                self.frontier.append((int(fps[i]), decode(blobs[i].as_py())))
+
+    def drop(self, level: int) -> None:
+        """Remove what this task wrote for `level` once a later level is committed."""
+        d = self.job["dir"]
+        files = [ck.path(d, "frontier", level, f"part-{self.task}")]
+        if self.tasks > 1:
+            files.append(ck.path(d, "reports", level, self._name("reports", f"part-{self.task}")))
+            files += [ck.path(d, kind, level, self._name(kind, f"from-{self.task}-to-{o}"))
+                      for kind in ("exchange", "winners") for o in range(self.tasks)]
+        for f in files:
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
+
+    # -- the three steps ------------------------------------------------------------------------------
+    def expand(self, level: int) -> dict:
+        model = self.model
+        fingerprint, tie_of, successors = model.fingerprint, model.tie, model.successors
+        viewed = model.view is not None
+        check_deadlock = model.check_deadlock
+        gen_by_action = [0] * len(model.actions)
+        found: dict[int, list] = {}
+        deadlocks: dict[str, int] = {}
+        generated = 0
+        for fp, s in self.frontier:
+            succ = successors(s)
+            if not succ and check_deadlock and not model.quiescent(s):
+                deadlocks["Deadlock"] = min(fp, deadlocks.get("Deadlock", fp))
+            generated += len(succ)
+            for index, t in succ:
+                gen_by_action[index] += 1
+                tf = fingerprint(t)
+                tie = tie_of(t) if viewed else 0
+                known = found.get(tf)
+                if known is None:
+                    found[tf] = [tie, fp, index, t, s]
+                elif (tie, fp, index) < (known[0], known[1], known[2]):
+                    found[tf] = [tie, fp, index, t, s]
+        self.frontier = []
+        self._candidates = list(found.values())
+        n = len(found)
+        self._fps = np.fromiter(found, np.int64, n)
+        ties = np.fromiter((c[0] for c in self._candidates), np.int64, n)
+        parents = np.fromiter((c[1] for c in self._candidates), np.int64, n)
+        actions = np.fromiter((c[2] for c in self._candidates), np.int32, n)
+        to = owners(self._fps, self.tasks)
+        self._sent = []
+        for o in range(self.tasks):
+            rows = np.flatnonzero(to == o)
+            self._sent.append(rows)
+            self._write("exchange", level, f"from-{self.task}-to-{o}",
+                        pa.table({"fp": self._fps[rows], "tie": ties[rows], "parent": parents[rows], "action": actions[rows]}))
+        return {"generated": generated, "gen_by_action": gen_by_action, "deadlocks": deadlocks}
+
+    def decide(self, level: int) -> dict:
+        self._await("exchange", level, [f"from-{s}-to-{self.task}" for s in range(self.tasks)])
+        tables = [self._read("exchange", level, f"from-{s}-to-{self.task}") for s in range(self.tasks)]
+        fps = np.concatenate([_column(t, "fp", np.int64) for t in tables])
+        ties = np.concatenate([_column(t, "tie", np.int64) for t in tables])
+        parents = np.concatenate([_column(t, "parent", np.int64) for t in tables])
+        actions = np.concatenate([_column(t, "action", np.int32) for t in tables])
+        sender = np.repeat(np.arange(self.tasks), [t.num_rows for t in tables])
+        position = np.concatenate([np.arange(t.num_rows) for t in tables]) if tables else np.empty(0, np.int64)
+        order = np.lexsort((actions, parents, ties, fps))
+        first = np.ones(len(order), bool)
+        first[1:] = fps[order][1:] != fps[order][:-1]
+        best = order[first]
+        new = best[self.visited.find(fps[best]) < 0]
+        self.visited.add(fps[new], np.zeros(len(new), np.int32))
+        self._write("parents", level + 1, f"part-{self.task}",
+                    pa.table({"fp": fps[new], "parent": parents[new], "action": actions[new]}, schema=_PARENT_SCHEMA))
+        for s in range(self.tasks):
+            self._write("winners", level, f"from-{self.task}-to-{s}",
+                        pa.table({"position": np.sort(position[new[sender[new] == s]])}))
+        return {"new": int(len(new)), "new_by_action": np.bincount(actions[new], minlength=len(self.model.actions)).tolist()}
+
+    def collect(self, level: int) -> dict:
+        model, cfg = self.model, self.model.config
+        always, by_reads = model.invariants_always, model.invariants_by_reads
+        self._await("winners", level, [f"from-{o}-to-{self.task}" for o in range(self.tasks)])
+        won = np.sort(np.concatenate([self._sent[o][_column(self._read("winners", level, f"from-{o}-to-{self.task}"),
+                                                               "position", np.int64)] for o in range(self.tasks)]))
+        violations: dict[str, int] = {}
+        candidates, fps = self._candidates, self._fps
+        frontier = []
+        for i in won.tolist():
+            _, _, _, t, s = candidates[i]
+            fp = int(fps[i])
+            frontier.append((fp, t))
+            for name, inv in always:
+                if not inv(cfg, t) and fp < violations.get(name, fp + 1):
+                    violations[name] = fp
+            for fields, group in by_reads:  # the parent holds the others: check one only if a field it reads changed
+                if any(t[f] is not s[f] for f in fields):
+                    for name, inv in group:
+                        if not inv(cfg, t) and fp < violations.get(name, fp + 1):
+                            violations[name] = fp
+        self._candidates, self._fps = [], np.empty(0, np.int64)
+        self.frontier = frontier
+        encode = model.encode
+        self._write("frontier", level + 1, f"part-{self.task}", pa.table(
+            {"fp": pa.array([fp for fp, _ in frontier], pa.int64()),
+             "state": pa.array([encode(t) for _, t in frontier], pa.binary())}, schema=_FRONTIER_SCHEMA))
+        return {"violations": violations}
+
+
+def first_level(model: Model) -> tuple[list[tuple[int, tuple]], dict]:
+    """The initial states (of those with one view, the smallest tie) and their violations."""
+    kept: dict[int, tuple] = {}
+    for s in model.init_states():
+        fp = model.fingerprint(s)
+        if fp not in kept or (model.view is not None and model.tie(s) < model.tie(kept[fp])):
+            kept[fp] = s
     violations: dict[str, int] = {}
-    children: dict[int, list] = {}  # fp -> [tie, parent, action, encoding]: duplicates collapse here
-    cfg = model.config
-    invariants = list(model.spec.invariants.items())
-    generated = 0
-    fingerprint = model.fingerprint  # of the spec's view, if it has one
-    viewed = model.view is not None
-    tie_of = model.tie
-    for i, fp, a in zip(new_idx.tolist(), new_fps.tolist(), new_actions.tolist()):
-        state = model.decode_trusted(blobs[i])
-        if a >= 0:
-            new_by_action[a] += 1
-        for name, inv in invariants:
-            if not inv(cfg, state) and (name not in violations or fp < violations[name]):
-                violations[name] = fp
-        successors = model.successors(state)
-        if not successors and model.check_deadlock and not model.quiescent(state):
-            if "Deadlock" not in violations or fp < violations["Deadlock"]:
-                violations["Deadlock"] = fp
-        generated += len(successors)
-        for index, t in successors:
-            gen_by_action[index] += 1
-            tf = fingerprint(t)
-            tie = tie_of(t) if viewed else 0
-            known = children.get(tf)
-            if known is None:
-                children[tf] = [tie, fp, index, model.encode(t)]
-            elif (tie, fp, index) < (known[0], known[1], known[2]):
-                if tie != known[0]:
-                    known[3] = model.encode(t)
-                known[0], known[1], known[2] = tie, fp, index  # the smallest (tie, parent, action), as the owner keeps
-    out: dict[int, tuple[list, list, list, list, list]] = {}
-    for tf, (tie, parent, index, blob) in children.items():
-        block = out.get(o := owner(tf, shards))
-        if block is None:
-            block = out[o] = ([], [], [], [], [])
-        block[0].append(tf)
-        block[1].append(parent)
-        block[2].append(index)
-        block[3].append(tie)
-        block[4].append(blob)
-    stats = {"new": int(len(new_fps)), "generated": generated, "gen_by_action": gen_by_action,
-             "new_by_action": new_by_action, "violations": violations,
-             "children": sum(len(b[0]) for b in out.values())}
-    ck.write_json(job["dir"], job["id"], "stats", level, shard, stats)
-    return sorted(out.items())
+    for fp, s in kept.items():
+        for name in model.violated(s):
+            violations[name] = min(fp, violations.get(name, fp))
+    return list(kept.items()), violations
 
 
-def write_frontier(job: dict, level: int, shard: int, blocks) -> int:
-    """Concatenate the blocks sent to `shard` into its frontier file for `level`."""
-    cols: tuple[list, list, list, list, list] = ([], [], [], [], [])
-    for block in blocks:
-        for c, values in zip(cols, block):
-            c.extend(values)
-    table = pa.table({"fp": pa.array(cols[0], pa.int64()), "parent": pa.array(cols[1], pa.int64()),
-                      "action": pa.array(cols[2], pa.int32()), "tie": pa.array(cols[3], pa.int64()),
-                      "state": pa.array(cols[4], pa.binary())},
-                     schema=_FRONTIER_SCHEMA)
-    ck.write_table(job["dir"], job["id"], "frontier", level, shard, table)
-    return table.num_rows
+def stop_reason(totals: dict, level: int, max_depth: int | None, keep_going: bool) -> str | None | bool:
+    """Why a search at `level` (its frontier committed) goes no further: "violation", "max-depth", None when
+    it is complete, False when it goes on. The same in the driver and in every task."""
+    if totals["violations"] and not keep_going:
+        return "violation"
+    if totals["frontier"] == 0:
+        return None
+    if max_depth is not None and level >= max_depth:
+        return "max-depth"
+    return False
+
+
+def merge(totals: dict, level: int, reports: list[dict], counter: str) -> None:
+    """Add the tasks' reports of `level` to the totals (identically in every task)."""
+    new = sum(r["new"] for r in reports)
+    totals["generated"] += sum(r["generated"] for r in reports)
+    for r in reports:
+        totals["gen_by_action"] = [a + b for a, b in zip(totals["gen_by_action"], r["gen_by_action"])]
+        totals["new_by_action"] = [a + b for a, b in zip(totals["new_by_action"], r["new_by_action"])]
+        for depth, found in ((level, r["deadlocks"]), (level + 1, r["violations"])):
+            for prop, fp in found.items():
+                old = totals["violations"].get(prop)
+                if old is None or (old[0] == depth and fp < old[1]):
+                    totals["violations"][prop] = [depth, fp]
+    totals["distinct"] += new
+    totals["frontier"] = new
+    if new:
+        totals["states_per_depth"].append(new)
+    totals[counter] += 1
+
+
+@cycle_collector_paused()
+def run_levels(worker: LevelWorker, level: int, totals: dict, *, commit, go_on, max_depth, keep_going,
+               counter: str) -> tuple[int, str | None]:
+    """Expand levels from `level` (its frontier in `worker`) until `stop_reason` or `go_on()` says stop;
+    `commit(level)` records a level (task 0, or the driver)."""
+    start = level
+    while (stop := stop_reason(totals, level, max_depth, keep_going)) is False and go_on():
+        report = worker.expand(level)
+        report.update(worker.decide(level))
+        if level > start:
+            worker.drop(level - 1)  # every task has read this level's exchange, so `level` is committed
+        report.update(worker.collect(level))
+        merge(totals, level, worker.gather(level, report), counter)
+        level += 1
+        commit(level)
+    return level, (stop if stop is not False else "handoff")
+
+
+def spark_task(job: dict, start_level: int):
+    """One task of the barrier job: resume from the committed level, run to the end; task 0 commits."""
+    from pyspark import BarrierTaskContext
+
+    task = BarrierTaskContext.get().partitionId()
+    worker = LevelWorker(job, task, job["tasks"])
+    worker.load(start_level)
+    store = ck.Checkpoint(job["dir"], job["identity"])
+    saved = store.adopt()
+    if saved["level"] != start_level:
+        raise BadInput(f"corrupt checkpoint: it was at level {saved['level']}, the job started at {start_level}")
+    totals = saved["totals"]
+
+    def commit(level: int) -> None:
+        if task == 0:
+            store.commit(level, totals, _committed_files(job, level), keep=lambda rel: rel.startswith("parents/"))
+
+    level, stopped = run_levels(worker, start_level, totals, commit=commit, go_on=lambda: True,
+                                max_depth=job["max_depth"], keep_going=job["keep_going"], counter="spark_levels")
+    return [json.dumps({"level": level, "stopped_by": stopped})] if task == 0 else []
+
+
+def _committed_files(job: dict, level: int) -> list[Path]:
+    d = job["dir"]
+    return [ck.path(d, kind, level, name) for kind in ("parents", "frontier") for name in ck.names(d, kind, level)]
 
 
 # ------------------------------------------------------------------------------- the session
 
 
 _LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9]\d{0,3})(,[1-9]\d{0,3})?\])?|local-cluster\[\d{1,3},\d{1,3},\d{1,7}\]")
-
-
-def default_shards(master: str | None) -> int:
-    """Shards when --partitions is not given: the master's own parallelism where its URL says it
-    (local[N], local-cluster[W,C,M]: W x C), else this machine's cores."""
-    m = re.fullmatch(r"local\[(\d+)(?:,\d+)?\]", master or "")
-    if m:
-        return int(m.group(1))
-    m = re.fullmatch(r"local-cluster\[(\d+),(\d+),\d+\]", master or "")
-    if m:
-        return int(m.group(1)) * int(m.group(2))
-    return 1 if master == "local" else (os.cpu_count() or 2)
 
 
 def check_checkpoint_path(checkpoint: str | None) -> None:
@@ -239,6 +427,9 @@ def start_session(master: str | None, log_file: Path):
     if master:  # under spark-submit the master comes from spark-submit
         conf.setMaster(master)
     conf.set("spark.ui.showConsoleProgress", "false").set("spark.python.worker.reuse", "true")
+    # A barrier job needs all its slots at once: if the cluster shrank, fail fast and let the driver retry smaller.
+    conf.set("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "2s")
+    conf.set("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "5")
     active = SparkContext._active_spark_context  # one per process: a later search reuses it
     if active is not None:
         return active
@@ -360,8 +551,9 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
             time_limit: float | None = None, keep_going: bool = False, check_deadlock: bool = True,
             progress=None, spark_levels_only: bool = False, session_factory=None,
             executor_wait: float = EXECUTOR_WAIT) -> CheckResult:
-    """Exhaustive BFS in shards. `spark_levels_only` forces every level through Spark (tests);
-    `session_factory(master, log_file)` replaces `start_session` (tests that must not start a JVM)."""
+    """Exhaustive BFS by level workers. `partitions` is the number of Spark tasks (default: the cluster's
+    parallelism); `spark_levels_only` sends every level to Spark (tests); `session_factory(master, log_file)`
+    replaces `start_session` (tests that must not start a JVM)."""
     if master:
         check_master(master)
     check_checkpoint_path(checkpoint)
@@ -369,30 +561,31 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         checkpoint = checkpoint[len("file://"):]
     started = time.monotonic()
     cfg = model.config
-    shards = partitions or default_shards(master)
     digest = config_digest(cfg)
     deadlock = check_deadlock and model.check_deadlock
-    identity = {"spec": model.name, "digest": digest, "shards": shards, "check_deadlock": deadlock, "code": code_digest()}
-    # The default directory names the whole job, so a changed model or shard count gets a new one.
+    identity = {"spec": model.name, "digest": digest, "check_deadlock": deadlock, "code": code_digest()}
+    # The default directory names the whole job, so a changed model gets a new one.
     directory = Path(checkpoint or f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{ck.job_id(identity)}")
     store = ck.Checkpoint(directory, identity)
     store.check_writable()
     saved = store.open(resume)
-    job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "shards": shards,
-           "dir": str(directory.resolve()), "id": store.job, "check_deadlock": deadlock}
+    job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "dir": str(directory.resolve()),
+           "id": store.job, "identity": identity, "check_deadlock": deadlock, "max_depth": max_depth,
+           "keep_going": keep_going}
     if saved is None:
-        init = model.init_states()
-        blocks: dict[int, list] = {}
-        for s in init:
-            fp = model.fingerprint(s)
-            tie = model.tie(s) if model.view is not None else 0
-            blocks.setdefault(owner(fp, shards), []).append(([fp], [0], [INIT_ACTION], [tie], [model.encode(s)]))
-        for p in range(shards):
-            write_frontier(job, 0, p, blocks.get(p, []))
-        level, totals = 0, {"distinct": 0, "generated": len(init), "states_per_depth": [],
-                            "gen_by_action": [0] * len(model.actions), "new_by_action": [0] * len(model.actions),
-                            "violations": {}, "spark_levels": 0, "driver_levels": 0}
-        store.commit(0, totals, _level_files(job, "frontier", 0), keep=lambda rel: False)
+        init, violations = first_level(model)
+        ck.write_table(job["dir"], store.job, "parents", 0, "part-0", pa.table(
+            {"fp": pa.array([fp for fp, _ in init], pa.int64()), "parent": pa.array([0] * len(init), pa.int64()),
+             "action": pa.array([INIT_ACTION] * len(init), pa.int32())}, schema=_PARENT_SCHEMA))
+        ck.write_table(job["dir"], store.job, "frontier", 0, "part-0", pa.table(
+            {"fp": pa.array([fp for fp, _ in init], pa.int64()),
+             "state": pa.array([model.encode(s) for _, s in init], pa.binary())}, schema=_FRONTIER_SCHEMA))
+        level, totals = 0, {"distinct": len(init), "generated": len(model.init_states()), "frontier": len(init),
+                            "states_per_depth": [len(init)] if init else [], "gen_by_action": [0] * len(model.actions),
+                            "new_by_action": [0] * len(model.actions),
+                            "violations": {p: [0, fp] for p, fp in violations.items()},
+                            "spark_levels": 0, "driver_levels": 0}
+        store.commit(0, totals, _committed_files(job, 0), keep=lambda rel: False)
     else:
         interrupt.note(f"the checkpoint of level {saved['level']} is kept: add --resume to continue")
         level, totals = saved["level"], saved["totals"]
@@ -413,61 +606,61 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         if "spark" in session:
             session["spark"].cancelAllJobs()
 
+    def report(level: int, totals: dict) -> None:
+        if progress:
+            progress({"distinct": totals["distinct"], "generated": totals["generated"], "depth": level,
+                      "queue": totals["frontier"], "elapsed": time.monotonic() - started, "spark_ui": session.get("ui")})
+
     booter = threading.Thread(target=boot, daemon=True)
     booter.start()
-    stopped_by = None
+    stopped_by: str | None = None
     resumed_at = level
+    tasks = partitions
     try:
         with interrupt.cancelling(cancel_jobs):
+            # Levels run here while Spark starts, and while they are small; then one Spark job runs the rest.
+            worker = None
             while True:
-                if totals["violations"] and not keep_going:
-                    stopped_by = "violation"
-                    break
-                frontier = sum(pq.read_metadata(f).num_rows for f in _level_files(job, "frontier", level))
-                if frontier == 0:
-                    break
-                if max_depth is not None and level > max_depth:
-                    stopped_by = "max-depth"
+                stopped_by = stop_reason(totals, level, max_depth, keep_going)
+                if stopped_by is not False:
                     break
                 if time_limit is not None and time.monotonic() - started > time_limit:
                     stopped_by = "time-limit"
                     break
-                if frontier < SMALL_LEVEL and not spark_levels_only:
-                    by_owner: dict[int, list] = {}
-                    for p in range(shards):
-                        for o, block in process_shard(job, level, p):
-                            by_owner.setdefault(o, []).append(block)
-                    for p in range(shards):
-                        write_frontier(job, level + 1, p, by_owner.get(p, []))
-                    totals["driver_levels"] += 1
+                if spark_levels_only or (totals["frontier"] >= SMALL_LEVEL and not booter.is_alive()):
+                    break
+                if worker is None:
+                    worker = LevelWorker(job, 0, 1)
+                    worker.load(level)
+
+                def commit(k: int) -> None:
+                    store.commit(k, totals, _committed_files(job, k), keep=lambda rel: rel.startswith("parents/"))
+                    interrupt.note(f"the checkpoint of level {k} is kept: add --resume to continue")
+                    report(k, totals)
+
+                level, _ = run_levels(worker, level, totals, commit=commit, go_on=_once(), max_depth=max_depth,
+                                      keep_going=keep_going, counter="driver_levels")
+                worker.drop(level - 1)
+            del worker
+            if stopped_by is False:
+                t_wait = time.monotonic()
+                booter.join()
+                session["waited"] = time.monotonic() - t_wait
+                if "error" in session:
+                    first = (str(session["error"]).strip().splitlines() or [type(session["error"]).__name__])[0]
+                    raise BadInput(f"cannot start Spark ({master or 'from spark-submit'}): {first[:160]} "
+                                   f"(Spark's output: {log_file})")
+                sc = session["spark"]
+                deadline = None if time_limit is None else started + time_limit
+                if not wait_for_executors(sc, executor_wait, deadline):
+                    stopped_by = "time-limit"
                 else:
-                    t_wait = time.monotonic()
-                    booter.join()
-                    session["waited"] = session.get("waited", 0.0) + time.monotonic() - t_wait
-                    if "error" in session:
-                        first = (str(session["error"]).strip().splitlines() or [type(session["error"]).__name__])[0]
-                        raise BadInput(f"cannot start Spark ({master or 'from spark-submit'}): {first[:160]} "
-                                       f"(Spark's output: {log_file})")
-                    if "probed" not in session:
-                        deadline = None if time_limit is None else started + time_limit
-                        if not wait_for_executors(session["spark"], executor_wait, deadline):
-                            stopped_by = "time-limit"
-                            break
-                        probe_executors(session["spark"], directory)
-                        session["probed"] = True
-                    t_level = time.monotonic()
-                    _spark_level(session["spark"], job, level, shards, log_file)
-                    totals["spark_levels"] += 1
-                    session["level_seconds"] = session.get("level_seconds", 0.0) + time.monotonic() - t_level
-                _merge_stats(job, level, shards, totals)
-                level += 1
-                store.commit(level, totals, _level_files(job, "frontier", level) + _level_files(job, "visited", level - 1)
-                             + _level_files(job, "parents", level - 1), keep=lambda rel: rel.startswith("parents/"))
-                interrupt.note(f"the checkpoint of level {level} is kept: add --resume to continue")
-                _drop_consumed(job, level - 1)
-                if progress:
-                    progress({"distinct": totals["distinct"], "generated": totals["generated"], "depth": level,
-                              "queue": frontier, "elapsed": time.monotonic() - started, "spark_ui": session.get("ui")})
+                    probe_executors(sc, directory)
+                    tasks = min(partitions or 1 << 30, max(_slots(sc), 1))
+                    t_jobs = time.monotonic()
+                    level, totals, stopped_by = _spark_jobs(sc, store, job, level, tasks, deadline, log_file,
+                                                            lambda k, tot: report(k, tot))
+                    session["level_seconds"] = time.monotonic() - t_jobs
     except interrupt.Interrupted:
         if "spark" in session:
             stop_session(session["spark"])
@@ -478,7 +671,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         result.violations.append(_reconstruct(model, job, depth, fp, prop))
     result.stats = {"distinct": totals["distinct"], "generated": totals["generated"],
                     "depth": len(totals["states_per_depth"]) - 1, "states_per_depth": totals["states_per_depth"],
-                    "seconds": round(elapsed, 3), "shards": shards, "spark_levels": totals["spark_levels"],
+                    "seconds": round(elapsed, 3), "tasks": tasks or 1, "spark_levels": totals["spark_levels"],
                     "driver_levels": totals["driver_levels"], "resumed_at_level": resumed_at if resume else None,
                     "checkpoint": str(directory), "master": master,
                     "session_start_seconds": round(session.get("start_seconds", 0.0), 2),
@@ -490,56 +683,91 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     return result
 
 
-def _level_files(job: dict, kind: str, level: int) -> list[Path]:
-    return [ck.path(job["dir"], kind, level, p) for p in range(job["shards"])]
+def _once():
+    """A `go_on` that allows one level (the driver checks its limits and Spark between levels)."""
+    left = [1]
+
+    def go_on() -> bool:
+        left[0] -= 1
+        return left[0] >= 0
+    return go_on
 
 
-def _spark_level(sc, job: dict, level: int, shards: int, log_file: Path) -> None:
-    """One level on the cluster: expand every shard, exchange one block per destination, write frontiers."""
-    before = interrupt.received()
-    try:
-        children = sc.parallelize(range(shards), shards).flatMap(lambda p: process_shard(job, level, p))
-        children.partitionBy(shards, lambda o: o).mapPartitionsWithIndex(
-            lambda p, it: [write_frontier(job, level + 1, p, (block for _, block in it))]).collect()
-    except Exception as exc:  # a task failed (corrupt checkpoint files, lost executors), or Py4J after a signal
+JOB_ATTEMPTS = 3  # Spark jobs in a row that may fail without committing a level before the run gives up
+POLL_SECONDS = 0.25
+
+
+def _spark_jobs(sc, store: ck.Checkpoint, job: dict, level: int, tasks: int, deadline: float | None,
+                log_file: Path, report) -> tuple[int, dict, str | None]:
+    """Run barrier jobs from the committed `level` to the end. A job that fails (a lost executor) is run
+    again from the last committed level, with as many tasks as the cluster then has slots; the driver
+    follows the commits for progress and cancels the job at the time limit."""
+    failures = 0
+    interrupt.note(f"the checkpoint of level {level} is kept: add --resume to continue")
+    while True:
+        job = dict(job, tasks=tasks, attempt=secrets.token_hex(4))
+        start = level
+        outcome: dict = {}
+
+        def run(job=job, start=start):
+            try:
+                rdd = sc.parallelize(range(tasks), tasks).barrier().mapPartitions(lambda _: spark_task(job, start))
+                outcome["result"] = json.loads(rdd.collect()[0])
+            except Exception as exc:  # noqa: BLE001 - classified below, in the driver's thread
+                outcome["error"] = exc
+
+        before = interrupt.received()
+        runner = threading.Thread(target=run, daemon=True)
+        runner.start()
+        seen = level
+        while runner.is_alive():
+            runner.join(POLL_SECONDS)
+            committed = _committed_level(store)
+            if committed is not None and committed[0] > seen:
+                seen = committed[0]
+                interrupt.note(f"the checkpoint of level {seen} is kept: add --resume to continue")
+                report(*committed)
+            if deadline is not None and time.monotonic() >= deadline and runner.is_alive():
+                sc.cancelAllJobs()
+                runner.join()
+                saved = store.open(resume=True)
+                return saved["level"], saved["totals"], "time-limit"
         if interrupt.received() != before:
             interrupt.reraise()
-        text = str(exc)
-        cause = re.search(r"harness\.errors\.BadInput: (.*)", text)  # our own refusal, raised in a task
-        first = cause.group(1) if cause else next(
-            (line for line in text.splitlines() if "Error" in line or "error" in line), text[:200])
-        raise BadInput(f"Spark level {level} failed: {first.strip()[:300]} (Spark's output: {log_file})") from None
-    # shards that received nothing still need an (empty) frontier file
-    for p in range(shards):
-        if not ck.path(job["dir"], "frontier", level + 1, p).exists():
-            write_frontier(job, level + 1, p, [])
+        saved = store.open(resume=True)  # verifies what the job committed, removes what it left mid-level
+        if "result" in outcome:
+            stopped = outcome["result"]["stopped_by"]
+            return saved["level"], saved["totals"], stopped
+        text = str(outcome["error"])
+        cause = re.search(r"harness\.errors\.\w+: (.*)", text)  # our own refusal, raised in a task
+        if cause:
+            raise BadInput(f"Spark level {saved['level']} failed: {cause.group(1).strip()[:300]} (Spark's output: {log_file})")
+        failures = 0 if saved["level"] > level else failures + 1
+        level = saved["level"]
+        slots = _slots(sc)
+        if failures >= JOB_ATTEMPTS or slots == 0:
+            first = next((line for line in text.splitlines() if "rror" in line), text[:200])
+            raise BadInput(f"Spark level {level} failed {failures} times: {first.strip()[:300]} (Spark's output: {log_file})")
+        tasks = min(tasks, slots)
+        interrupt.note(f"the checkpoint of level {level} is kept: add --resume to continue")
 
 
-def _merge_stats(job: dict, level: int, shards: int, totals: dict) -> None:
-    new = 0
-    for p in range(shards):
-        st = ck.read_json(job["dir"], job["id"], "stats", level, p)
-        new += st["new"]
-        totals["generated"] += st["generated"]
-        for i, n in enumerate(st["gen_by_action"]):
-            totals["gen_by_action"][i] += n
-        for i, n in enumerate(st["new_by_action"]):
-            totals["new_by_action"][i] += n
-        for prop, fp in st["violations"].items():
-            old = totals["violations"].get(prop)
-            if old is None or (old[0] == level and fp < old[1]):
-                totals["violations"][prop] = [level, fp]
-    totals["distinct"] += new
-    if new:
-        totals["states_per_depth"].append(new)
+def _committed_level(store: ck.Checkpoint) -> tuple[int, dict] | None:
+    """The level and totals in state.json as a task last wrote it (for progress; None mid-write)."""
+    try:
+        body = json.loads((store.dir / ck.MANIFEST).read_text())["body"]
+        return body["level"], body["totals"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
-def _drop_consumed(job: dict, level: int) -> None:
-    """After level `level` is committed, its frontier and stats and the visited sets before it are not needed."""
-    for kind, k in (("frontier", level), ("stats", level), ("visited", level - 1)):
-        old = ck.path(job["dir"], kind, k)
-        if k >= 0 and old.exists():
-            shutil.rmtree(old)
+def _slots(sc) -> int:
+    """Tasks the cluster can run at once now: a barrier job of more would wait for slots that never come."""
+    jsc = sc._jsc.sc()
+    try:
+        return int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
+    except Exception:  # noqa: BLE001 - a Spark without this (private) method: count executors' default share
+        return max(sc.defaultParallelism, 1) if jsc.getExecutorMemoryStatus().size() > 1 or sc.master.startswith("local") else 0
 
 
 def _reconstruct(model: Model, job: dict, depth: int, fp: int, prop: str):
@@ -548,8 +776,8 @@ def _reconstruct(model: Model, job: dict, depth: int, fp: int, prop: str):
     chain = [fp]
     for level in range(depth, 0, -1):
         parent = None
-        for p in range(job["shards"]):
-            table = ck.read_table(job["dir"], job["id"], "parents", level, p)
+        for name in ck.names(job["dir"], "parents", level):
+            table = ck.read_table(job["dir"], job["id"], "parents", level, name)
             hit = table.filter(pa.compute.equal(table.column("fp"), chain[-1]))
             if hit.num_rows:
                 parent = hit.column("parent")[0].as_py()
