@@ -10,6 +10,7 @@ Layout of a checkpoint directory DIR (level k = the BFS depth whose states are b
     DIR/winners/k/from-t-to-s-A.arrow   which of them were new (positions in s's file)
     DIR/reports/k/part-t-A.json         task t's counts of level k, which every task reads
     DIR/spark.log                       the JVM's and Spark's own output
+    DIR/progress.json                   the level a Spark job has reached and its totals (not a commit)
 
 The committed files are the parents of every depth up to k and the frontier of depth k: neither depends
 on T, so a job resumes with any number of tasks. Exchange, winners and reports files live for one
@@ -48,11 +49,12 @@ FORMAT = "kraft-harness-spark-checkpoint/4"  # 4: parts per task, any task count
 MARKER = "checkpoint.json"
 MANIFEST = "state.json"
 LOG = "spark.log"
+PROGRESS = "progress.json"  # the level the job has reached, for the driver's progress lines; not a commit
 KINDS = {"frontier": "parquet", "parents": "parquet", "exchange": "arrow", "winners": "arrow", "reports": "json"}
 TRANSIENT = ("exchange", "winners", "reports")  # never committed: written and read within one level
-_DATA_FILE = re.compile(r"(frontier|parents)/(\d+)/part-\d+\.parquet"
+_DATA_FILE = re.compile(r"(frontier|parents)/(\d+)/part-\d+-[0-9a-f]{8}\.parquet"
                         r"|(exchange|winners)/\d+/from-\d+-to-\d+-[0-9a-f]{8}\.arrow|(reports)/\d+/part-\d+-[0-9a-f]{8}\.json")
-_TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|(?:part|from)-[-\dtoa-f]+\.(?:parquet|arrow|json))\.tmp\d+")  # write_atomic's
+_TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|progress\.json|(?:part|from)-[-\dtoa-f]+\.(?:parquet|arrow|json))\.tmp\d+")  # write_atomic's
 
 
 class CheckpointRefused(BadInput):
@@ -159,7 +161,7 @@ class Checkpoint:
     def _foreign(self) -> str | None:
         """The first file under a marked DIR that the harness would not have written."""
         for entry in self._entries():
-            if not (entry in (MARKER, MANIFEST, LOG) or _DATA_FILE.fullmatch(entry)
+            if not (entry in (MARKER, MANIFEST, LOG, PROGRESS) or _DATA_FILE.fullmatch(entry)
                     or _TEMP_FILE.fullmatch(os.path.basename(entry))):
                 return entry
         return None
@@ -204,7 +206,7 @@ class Checkpoint:
             foreign = self._foreign()
             if foreign is not None:
                 raise CheckpointRefused(f"{self.dir} holds {foreign}, which the harness did not write; refusing to clear it")
-            for entry in (MANIFEST, LOG, *KINDS):
+            for entry in (MANIFEST, LOG, PROGRESS, *KINDS):
                 target = self.dir / entry
                 if target.is_dir():
                     shutil.rmtree(target)
@@ -273,7 +275,7 @@ class Checkpoint:
             if _sha256(f) != digest:
                 raise CheckpointRefused(f"corrupt checkpoint: {f} was changed since it was written (checksum)")
         for entry in self._entries():
-            if entry in (MARKER, MANIFEST, LOG) or entry in files or self._leftover(entry, level):
+            if entry in (MARKER, MANIFEST, LOG, PROGRESS) or entry in files or self._leftover(entry, level):
                 continue
             raise CheckpointRefused(f"corrupt checkpoint: {self.dir / entry} is not part of the checkpoint of level {level}")
         for entry in self._entries():
@@ -285,7 +287,7 @@ class Checkpoint:
     @staticmethod
     def _leftover(entry: str, level: int) -> bool:
         """A file a run stopped at `level` may leave behind: temporary files, a level's exchange, the
-        outputs of the level it was expanding, and the frontier before it, not yet dropped."""
+        parents of the levels it went on to expand, and frontiers not yet dropped or never committed."""
         if _TEMP_FILE.fullmatch(os.path.basename(entry)):
             return True
         m = _DATA_FILE.fullmatch(entry)
@@ -294,4 +296,4 @@ class Checkpoint:
         if m.group(3) or m.group(4):  # exchange, winners, reports
             return True
         kind, k = m.group(1), int(m.group(2))
-        return k == level + 1 or (kind == "frontier" and k == level - 1)
+        return k > level or (kind == "frontier" and k != level)

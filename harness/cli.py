@@ -100,6 +100,7 @@ ENGINE_OPTIONS = {
     "resume": ("spark",),
     "spark_levels_only": ("spark",),
     "executor_wait": ("spark",),
+    "checkpoint_every": ("spark",),
     "depth": ("z3",),
 }
 
@@ -151,7 +152,8 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
 @click.option("--examples", type=click.IntRange(min=1), default=None, help=_engines("examples") + "runs to generate")
 @click.option("--steps", type=click.IntRange(min=1), default=None, help=_engines("steps") + "steps per run")
 @click.option("--master", default="local[*]", show_default=True, help=_engines("master") + "master URL ('' under spark-submit)")
-@click.option("--partitions", type=click.IntRange(min=1), default=None, help=_engines("partitions") + "shards (default: cores)")
+@click.option("--partitions", type=click.IntRange(min=1), default=None,
+              help=_engines("partitions") + "Spark tasks (default and at most: the cluster's task slots)")
 @click.option("--checkpoint", default=None, help=_engines("checkpoint") + "checkpoint directory (default under checkpoints/)")
 @click.option("--resume", is_flag=True, help=_engines("resume") + "continue from the checkpoint")
 @click.option("--every-level-on-spark", "spark_levels_only", is_flag=True,
@@ -159,12 +161,15 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
 @click.option("--executor-wait", type=click.FloatRange(min=0, max=10**6), default=120.0, show_default=True,
               help=_engines("executor_wait") + "seconds a cluster may take to give the job an executor (then exit 2)",
               callback=lambda ctx, param, v: _not_nan(v, "--executor-wait"))
+@click.option("--checkpoint-every", type=click.FloatRange(min=0, max=10**6), default=60.0, show_default=True,
+              help=_engines("checkpoint_every") + "seconds between commits of a level (0: every level); the last is always committed",
+              callback=lambda ctx, param, v: _not_nan(v, "--checkpoint-every"))
 @click.option("--depth", type=click.IntRange(min=0), default=12, show_default=True,
               help=_engines("depth") + "bound of the bounded model check (abstract steps)")
 @click.pass_context
 def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_json, quiet, progress_every, seed, exact,
           no_deadlock, max_states, max_depth, time_limit, keep_going, check_reads, profile, examples, steps, master,
-          partitions, checkpoint, resume, spark_levels_only, executor_wait, depth) -> None:
+          partitions, checkpoint, resume, spark_levels_only, executor_wait, checkpoint_every, depth) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation.
 
     Results go to stdout (a summary, or one JSON object with --json), progress and diagnostics to
@@ -189,7 +194,8 @@ def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_
             result = spark.explore(model, master=master or None, partitions=partitions, checkpoint=checkpoint,
                                    resume=resume, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
                                    check_deadlock=not no_deadlock, progress=progress,
-                                   spark_levels_only=spark_levels_only, executor_wait=executor_wait)
+                                   spark_levels_only=spark_levels_only, executor_wait=executor_wait,
+                                   checkpoint_every=checkpoint_every)
     elif engine == "z3":
         from harness.engines import z3bmc
 

@@ -39,7 +39,8 @@ def no_spark(master, log_file):
 
 
 def explore(model, ck, **kw):
-    return spark.explore(model, master=None, partitions=2, checkpoint=str(ck), session_factory=no_spark, **kw)
+    return spark.explore(model, master=None, partitions=2, checkpoint=str(ck), session_factory=no_spark,
+                         checkpoint_every=0, **kw)
 
 
 def summary(r):
@@ -102,20 +103,22 @@ def test_a_file_dropped_into_a_checkpoint_stops_it_being_cleared(reference, tmp_
 
 
 @pytest.mark.parametrize("damage, message", [
-    ("missing frontier part", "frontier/4/part-0.parquet is missing"),
+    ("missing frontier part", r"frontier/4/part-0-[0-9a-f]{8}\.parquet is missing"),
     ("edited level counter", "checksum does not match"),
-    ("missing parents file", "parents/3/part-0.parquet is missing"),
+    ("missing parents file", r"parents/3/part-0-[0-9a-f]{8}\.parquet is missing"),
 ])
 def test_a_damaged_checkpoint_is_refused_never_resumed(reference, tmp_path, damage, message):
     model, expected, ck = copy_of(reference, None, tmp_path)
     if damage == "missing frontier part":
-        (ck / "frontier" / "4" / "part-0.parquet").unlink()
+        [part] = (ck / "frontier" / "4").glob("part-0-*.parquet")
+        part.unlink()
     elif damage == "edited level counter":
         doc = json.loads((ck / "state.json").read_text())
         doc["body"]["level"] = 9
         (ck / "state.json").write_text(json.dumps(doc))
     else:
-        (ck / "parents" / "3" / "part-0.parquet").unlink()
+        [part] = (ck / "parents" / "3").glob("part-0-*.parquet")
+        part.unlink()
     with pytest.raises(BadInput, match=message):
         explore(model, ck, resume=True)
 
@@ -173,7 +176,7 @@ def damage(ck: Path, rnd: random.Random, kind: str) -> str:
             fh.write(b"\0" * rnd.randrange(1, 64))
     elif kind == "extra":
         (ck / "frontier" / "2").mkdir(parents=True, exist_ok=True)
-        (ck / "frontier" / "2" / "part-0.parquet").write_bytes(b"PAR1")
+        (ck / "frontier" / "2" / "part-0-0123abcd.parquet").write_bytes(b"PAR1")
     else:  # a committed file copied into a level where it does not belong
         parts = name.split("/")
         if len(parts) != 3:

@@ -18,6 +18,7 @@ VALUES = {"seed": ["--seed", "1"], "exact": ["--exact"], "no_deadlock": ["--no-d
           "examples": ["--examples", "2"], "steps": ["--steps", "2"], "master": ["--master", "local[1]"],
           "partitions": ["--partitions", "2"], "checkpoint": ["--checkpoint", "ck"], "resume": ["--resume"],
           "spark_levels_only": ["--every-level-on-spark"], "executor_wait": ["--executor-wait", "5"],
+          "checkpoint_every": ["--checkpoint-every", "0"],
           "depth": ["--depth", "3"]}
 
 

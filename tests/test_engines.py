@@ -337,7 +337,7 @@ def test_spark_run_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path):
 
     ck = tmp_path / "ck"
     args = [sys.executable, "-m", "harness", "check", "kraft", "--config", "tiny", "--engine", "spark", "--quiet",
-            "--master", "local[2]", "--partitions", "2", "--every-level-on-spark", "--checkpoint", str(ck),
+            "--master", "local[2]", "--partitions", "2", "--every-level-on-spark", "--checkpoint-every", "0", "--checkpoint", str(ck),
             "--out", str(tmp_path)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -20,7 +20,7 @@ LONG_RUNS = {
     "z3": ["check", "kraft", "--config", "ci", "--engine", "z3", "--depth", "40"],
     "prove": ["prove", "kraft", "--brokers", "16", "--mutation", "completion_ignores_min_isr", "--depth", "40"],
     "spark": ["check", "kraft", "--config", "ci", "--engine", "spark", "--master", "local[2]", "--partitions", "2",
-              "--every-level-on-spark"],
+              "--every-level-on-spark", "--checkpoint-every", "0"],
 }
 
 

@@ -56,7 +56,8 @@ from harness.visited import FingerprintTable
 from harness.result import CheckResult
 from harness.trace import Outcome
 
-SMALL_LEVEL = 20_000  # frontiers below this many candidates are expanded in the driver
+SMALL_LEVEL = 20_000  # frontiers below this many states are expanded in the driver
+CHECKPOINT_EVERY = 60.0  # seconds between commits (--checkpoint-every); a search's last level is always committed
 INIT_ACTION = -1
 
 _FRONTIER_SCHEMA = pa.schema([("fp", pa.int64()), ("state", pa.binary())])
@@ -123,10 +124,13 @@ class LevelWorker:
         self._fps = np.empty(0, np.int64)
         self._sent: list[np.ndarray] = []  # per owner: positions in _candidates of the rows sent to it
         self._inbox: dict = {}  # one task: the exchange without files
+        self.seconds = dict.fromkeys(("expand", "decide", "collect", "save", "wait"), 0.0)  # this task's, waits included
+        self.saved: list[int] = []  # committed levels whose frontier files are not yet dropped
+        self.last_save = time.monotonic()
 
     # -- files ---------------------------------------------------------------------------------------
     def _name(self, kind: str, name: str) -> str:
-        return f"{name}-{self.job['attempt']}" if kind in ck.TRANSIENT else name
+        return f"{name}-{self.job['attempt']}"
 
     def _write(self, kind: str, level: int, name: str, table: pa.Table) -> None:
         if self.tasks == 1 and kind in ck.TRANSIENT:
@@ -145,12 +149,13 @@ class LevelWorker:
         if self.tasks == 1:
             return
         waiting = [ck.path(self.job["dir"], kind, level, self._name(kind, n)) for n in names]
-        pause = 0.0005
+        pause, since = 0.0005, time.perf_counter()
         while waiting:
             waiting = [f for f in waiting if not f.exists()]
             if waiting:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.02)
+        self.seconds["wait"] += time.perf_counter() - since
 
     def gather(self, level: int, report: dict) -> list[dict]:
         """Every task's report of `level`, in task order."""
@@ -167,6 +172,7 @@ class LevelWorker:
         """Resume at a committed level: the visited fingerprints this task owns (from every depth's parents)
         and the committed frontier's states it owns (whatever task count wrote them)."""
         d, job = self.job["dir"], self.job["id"]
+        self.saved = [level]
         for k in range(level + 1):
             for name in ck.names(d, "parents", k):
                 fps = _column(ck.read_table(d, job, "parents", k, name), "fp", np.int64)
@@ -182,9 +188,11 @@ class LevelWorker:
                 self.frontier.append((int(fps[i]), decode(blobs[i].as_py())))
 
     def drop(self, level: int) -> None:
-        """Remove what this task wrote for `level` once a later level is committed."""
+        """Remove what this task wrote for `level`, and frontiers older than the last committed one: every
+        task has read `level`'s exchange, which happens after the commit of `level` + 1."""
         d = self.job["dir"]
-        files = [ck.path(d, "frontier", level, f"part-{self.task}")]
+        files = [f for k in self.saved[:-1] for f in ck.path(d, "frontier", k).glob(f"*.{ck.KINDS['frontier']}")]
+        self.saved = self.saved[-1:]
         if self.tasks > 1:
             files.append(ck.path(d, "reports", level, self._name("reports", f"part-{self.task}")))
             files += [ck.path(d, kind, level, self._name(kind, f"from-{self.task}-to-{o}"))
@@ -192,6 +200,15 @@ class LevelWorker:
         for f in files:
             with contextlib.suppress(FileNotFoundError):
                 f.unlink()
+
+    def save(self, level: int) -> None:
+        """Write the frontier this task holds (depth `level`) for a commit."""
+        encode = self.model.encode
+        self._write("frontier", level, f"part-{self.task}", pa.table(
+            {"fp": pa.array([fp for fp, _ in self.frontier], pa.int64()),
+             "state": pa.array([encode(t) for _, t in self.frontier], pa.binary())}, schema=_FRONTIER_SCHEMA))
+        self.saved.append(level)
+        self.last_save = time.monotonic()
 
     # -- the three steps ------------------------------------------------------------------------------
     def expand(self, level: int) -> dict:
@@ -213,10 +230,8 @@ class LevelWorker:
                 tf = fingerprint(t)
                 tie = tie_of(t) if viewed else 0
                 known = found.get(tf)
-                if known is None:
-                    found[tf] = [tie, fp, index, t, s]
-                elif (tie, fp, index) < (known[0], known[1], known[2]):
-                    found[tf] = [tie, fp, index, t, s]
+                if known is None or (tie, fp, index) < known[:3]:
+                    found[tf] = (tie, fp, index, t, s)
         self.frontier = []
         self._candidates = list(found.values())
         n = len(found)
@@ -262,26 +277,23 @@ class LevelWorker:
         won = np.sort(np.concatenate([self._sent[o][_column(self._read("winners", level, f"from-{o}-to-{self.task}"),
                                                                "position", np.int64)] for o in range(self.tasks)]))
         violations: dict[str, int] = {}
-        candidates, fps = self._candidates, self._fps
+        candidates, fps = self._candidates, self._fps[won].tolist()
         frontier = []
-        for i in won.tolist():
-            _, _, _, t, s = candidates[i]
-            fp = int(fps[i])
+        for i, fp in zip(won.tolist(), fps):
+            t, s = candidates[i][3:]
             frontier.append((fp, t))
             for name, inv in always:
                 if not inv(cfg, t) and fp < violations.get(name, fp + 1):
                     violations[name] = fp
             for fields, group in by_reads:  # the parent holds the others: check one only if a field it reads changed
-                if any(t[f] is not s[f] for f in fields):
-                    for name, inv in group:
-                        if not inv(cfg, t) and fp < violations.get(name, fp + 1):
-                            violations[name] = fp
+                for f in fields:
+                    if t[f] is not s[f]:
+                        for name, inv in group:
+                            if not inv(cfg, t) and fp < violations.get(name, fp + 1):
+                                violations[name] = fp
+                        break
         self._candidates, self._fps = [], np.empty(0, np.int64)
         self.frontier = frontier
-        encode = model.encode
-        self._write("frontier", level + 1, f"part-{self.task}", pa.table(
-            {"fp": pa.array([fp for fp, _ in frontier], pa.int64()),
-             "state": pa.array([encode(t) for _, t in frontier], pa.binary())}, schema=_FRONTIER_SCHEMA))
         return {"violations": violations}
 
 
@@ -325,27 +337,49 @@ def merge(totals: dict, level: int, reports: list[dict], counter: str) -> None:
                     totals["violations"][prop] = [depth, fp]
     totals["distinct"] += new
     totals["frontier"] = new
+    totals["task_seconds"] = [{k: round(v, 3) for k, v in r["seconds"].items()} for r in reports]  # since the job began
     if new:
         totals["states_per_depth"].append(new)
     totals[counter] += 1
 
 
 @cycle_collector_paused()
-def run_levels(worker: LevelWorker, level: int, totals: dict, *, commit, go_on, max_depth, keep_going,
-               counter: str) -> tuple[int, str | None]:
-    """Expand levels from `level` (its frontier in `worker`) until `stop_reason` or `go_on()` says stop;
-    `commit(level)` records a level (task 0, or the driver)."""
+def run_levels(worker: LevelWorker, level: int, totals: dict, *, commit, stop_flag, max_depth, keep_going,
+               counter: str, every: float, on_level=None) -> tuple[int, str | None]:
+    """Expand levels from `level` (its frontier held by `worker`) until `stop_reason` says stop or a task's
+    `stop_flag()` names a reason. A level is committed when the search stops there, or when `every`
+    seconds have passed on some task's clock since it last saved (0: every level); `commit(level)` then
+    records it (task 0, or the driver) once every task has saved its frontier. Returns the level reached
+    and why it stopped (None: complete)."""
+    clock = time.perf_counter
     start = level
-    while (stop := stop_reason(totals, level, max_depth, keep_going)) is False and go_on():
+    stop = stop_reason(totals, level, max_depth, keep_going)
+    while stop is False:
+        t0 = clock()
         report = worker.expand(level)
+        t1 = clock()
         report.update(worker.decide(level))
+        t2 = clock()
         if level > start:
-            worker.drop(level - 1)  # every task has read this level's exchange, so `level` is committed
+            worker.drop(level - 1)
         report.update(worker.collect(level))
-        merge(totals, level, worker.gather(level, report), counter)
+        for step, seconds in (("expand", t1 - t0), ("decide", t2 - t1), ("collect", clock() - t2)):
+            worker.seconds[step] += seconds
+        report.update(seconds=worker.seconds, due=time.monotonic() - worker.last_save >= every, stop=stop_flag())
+        reports = worker.gather(level, report)
+        merge(totals, level, reports, counter)
         level += 1
-        commit(level)
-    return level, (stop if stop is not False else "handoff")
+        if on_level:
+            on_level(level, totals)
+        stop = stop_reason(totals, level, max_depth, keep_going)
+        if stop is False:
+            stop = next((r["stop"] for r in reports if r["stop"]), False)
+        if stop is not False or any(r["due"] for r in reports):
+            t3 = clock()
+            worker.save(level)
+            worker.seconds["save"] += clock() - t3
+            commit(level)
+    return level, stop
 
 
 def spark_task(job: dict, start_level: int):
@@ -360,19 +394,33 @@ def spark_task(job: dict, start_level: int):
     if saved["level"] != start_level:
         raise BadInput(f"corrupt checkpoint: it was at level {saved['level']}, the job started at {start_level}")
     totals = saved["totals"]
+    last = [start_level]
 
     def commit(level: int) -> None:
         if task == 0:
-            store.commit(level, totals, _committed_files(job, level), keep=lambda rel: rel.startswith("parents/"))
+            worker._await("frontier", level, [f"part-{t}" for t in range(worker.tasks)])
+            store.commit(level, totals, _committed_files(job, last[0], level), keep=lambda rel: rel.startswith("parents/"))
+        last[0] = level
 
-    level, stopped = run_levels(worker, start_level, totals, commit=commit, go_on=lambda: True,
-                                max_depth=job["max_depth"], keep_going=job["keep_going"], counter="spark_levels")
+    def progress(level: int, totals: dict) -> None:
+        if task == 0:
+            text = json.dumps({"level": level, "totals": totals})
+            write_atomic(Path(job["dir"]) / ck.PROGRESS, lambda p: p.write_text(text))
+
+    deadline = job["deadline"]
+    level, stopped = run_levels(worker, start_level, totals, commit=commit, max_depth=job["max_depth"],
+                                keep_going=job["keep_going"], counter="spark_levels", every=job["checkpoint_every"],
+                                stop_flag=lambda: "time-limit" if deadline is not None and time.time() >= deadline else None,
+                                on_level=progress)
     return [json.dumps({"level": level, "stopped_by": stopped})] if task == 0 else []
 
 
-def _committed_files(job: dict, level: int) -> list[Path]:
-    d = job["dir"]
-    return [ck.path(d, kind, level, name) for kind in ("parents", "frontier") for name in ck.names(d, kind, level)]
+def _committed_files(job: dict, after: int, level: int) -> list[Path]:
+    """The files a commit of `level` adds, the last commit being `after`: this attempt's parents of every
+    depth since, and its frontier of `level`."""
+    d, mine = job["dir"], f"-{job['attempt']}"
+    return [ck.path(d, kind, k, name) for kind, levels in (("parents", range(after + 1, level + 1)), ("frontier", [level]))
+            for k in levels for name in ck.names(d, kind, k) if name.endswith(mine)]
 
 
 # ------------------------------------------------------------------------------- the session
@@ -550,10 +598,11 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
             checkpoint: str | None = None, resume: bool = False, max_depth: int | None = None,
             time_limit: float | None = None, keep_going: bool = False, check_deadlock: bool = True,
             progress=None, spark_levels_only: bool = False, session_factory=None,
-            executor_wait: float = EXECUTOR_WAIT) -> CheckResult:
-    """Exhaustive BFS by level workers. `partitions` is the number of Spark tasks (default: the cluster's
-    parallelism); `spark_levels_only` sends every level to Spark (tests); `session_factory(master, log_file)`
-    replaces `start_session` (tests that must not start a JVM)."""
+            executor_wait: float = EXECUTOR_WAIT, checkpoint_every: float = CHECKPOINT_EVERY) -> CheckResult:
+    """Exhaustive BFS by level workers. `partitions` is the number of Spark tasks (default and at most: the
+    cluster's task slots); a level is committed when `checkpoint_every` seconds have passed since the last
+    commit (0: every level); `spark_levels_only` sends every level to Spark (tests);
+    `session_factory(master, log_file)` replaces `start_session` (tests that must not start a JVM)."""
     if master:
         check_master(master)
     check_checkpoint_path(checkpoint)
@@ -571,13 +620,15 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     saved = store.open(resume)
     job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "dir": str(directory.resolve()),
            "id": store.job, "identity": identity, "check_deadlock": deadlock, "max_depth": max_depth,
-           "keep_going": keep_going}
+           "keep_going": keep_going, "attempt": secrets.token_hex(4), "checkpoint_every": checkpoint_every,
+           "deadline": None}
     if saved is None:
         init, violations = first_level(model)
-        ck.write_table(job["dir"], store.job, "parents", 0, "part-0", pa.table(
+        tag = f"part-0-{job['attempt']}"
+        ck.write_table(job["dir"], store.job, "parents", 0, tag, pa.table(
             {"fp": pa.array([fp for fp, _ in init], pa.int64()), "parent": pa.array([0] * len(init), pa.int64()),
              "action": pa.array([INIT_ACTION] * len(init), pa.int32())}, schema=_PARENT_SCHEMA))
-        ck.write_table(job["dir"], store.job, "frontier", 0, "part-0", pa.table(
+        ck.write_table(job["dir"], store.job, "frontier", 0, tag, pa.table(
             {"fp": pa.array([fp for fp, _ in init], pa.int64()),
              "state": pa.array([model.encode(s) for _, s in init], pa.binary())}, schema=_FRONTIER_SCHEMA))
         level, totals = 0, {"distinct": len(init), "generated": len(model.init_states()), "frontier": len(init),
@@ -585,7 +636,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                             "new_by_action": [0] * len(model.actions),
                             "violations": {p: [0, fp] for p, fp in violations.items()},
                             "spark_levels": 0, "driver_levels": 0}
-        store.commit(0, totals, _committed_files(job, 0), keep=lambda rel: False)
+        store.commit(0, totals, _committed_files(job, -1, 0), keep=lambda rel: False)
     else:
         interrupt.note(f"the checkpoint of level {saved['level']} is kept: add --resume to continue")
         level, totals = saved["level"], saved["totals"]
@@ -619,29 +670,31 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     try:
         with interrupt.cancelling(cancel_jobs):
             # Levels run here while Spark starts, and while they are small; then one Spark job runs the rest.
-            worker = None
-            while True:
-                stopped_by = stop_reason(totals, level, max_depth, keep_going)
-                if stopped_by is not False:
-                    break
-                if time_limit is not None and time.monotonic() - started > time_limit:
-                    stopped_by = "time-limit"
-                    break
-                if spark_levels_only or (totals["frontier"] >= SMALL_LEVEL and not booter.is_alive()):
-                    break
-                if worker is None:
-                    worker = LevelWorker(job, 0, 1)
-                    worker.load(level)
+            stopped_by = stop_reason(totals, level, max_depth, keep_going)
+            if stopped_by is False and not spark_levels_only:
+                worker = LevelWorker(job, 0, 1)
+                worker.load(level)
+                last = [level]
+
+                def stop_flag() -> str | None:
+                    if time_limit is not None and time.monotonic() - started > time_limit:
+                        return "time-limit"
+                    if len(worker.frontier) >= SMALL_LEVEL and not booter.is_alive():
+                        return "handoff"
+                    return None
 
                 def commit(k: int) -> None:
-                    store.commit(k, totals, _committed_files(job, k), keep=lambda rel: rel.startswith("parents/"))
+                    store.commit(k, totals, _committed_files(job, last[0], k), keep=lambda rel: rel.startswith("parents/"))
+                    last[0] = k
                     interrupt.note(f"the checkpoint of level {k} is kept: add --resume to continue")
-                    report(k, totals)
 
-                level, _ = run_levels(worker, level, totals, commit=commit, go_on=_once(), max_depth=max_depth,
-                                      keep_going=keep_going, counter="driver_levels")
+                level, stopped_by = run_levels(worker, level, totals, commit=commit, stop_flag=stop_flag,
+                                               max_depth=max_depth, keep_going=keep_going, counter="driver_levels",
+                                               every=checkpoint_every, on_level=report)
                 worker.drop(level - 1)
-            del worker
+                del worker
+                if stopped_by == "handoff":
+                    stopped_by = False
             if stopped_by is False:
                 t_wait = time.monotonic()
                 booter.join()
@@ -657,6 +710,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                 else:
                     probe_executors(sc, directory)
                     tasks = min(partitions or 1 << 30, max(_slots(sc), 1))
+                    job["deadline"] = None if deadline is None else time.time() + (deadline - time.monotonic())
                     t_jobs = time.monotonic()
                     level, totals, stopped_by = _spark_jobs(sc, store, job, level, tasks, deadline, log_file,
                                                             lambda k, tot: report(k, tot))
@@ -678,23 +732,16 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     "waited_for_session_seconds": round(session.get("waited", 0.0), 2),
                     "seconds_without_session_wait": round(elapsed - session.get("waited", 0.0), 3),
                     "spark_level_seconds": round(session.get("level_seconds", 0.0), 2),
+                    "task_seconds": totals.get("task_seconds"),
                     "states_per_second": round(totals["distinct"] / elapsed) if elapsed else None}
     result.record_coverage(model.rule_names, model.action_rule, totals["gen_by_action"], totals["new_by_action"])
     return result
 
 
-def _once():
-    """A `go_on` that allows one level (the driver checks its limits and Spark between levels)."""
-    left = [1]
-
-    def go_on() -> bool:
-        left[0] -= 1
-        return left[0] >= 0
-    return go_on
-
-
 JOB_ATTEMPTS = 3  # Spark jobs in a row that may fail without committing a level before the run gives up
 POLL_SECONDS = 0.25
+LIMIT_GRACE = 5.0  # tasks stop at the first level boundary past the time limit; the driver cancels them after this
+KILL_TIMEOUT = 2.5  # spark.python.task.killTimeout (2 s) and a margin
 
 
 def _spark_jobs(sc, store: ck.Checkpoint, job: dict, level: int, tasks: int, deadline: float | None,
@@ -719,25 +766,28 @@ def _spark_jobs(sc, store: ck.Checkpoint, job: dict, level: int, tasks: int, dea
         before = interrupt.received()
         runner = threading.Thread(target=run, daemon=True)
         runner.start()
-        seen = level
+        seen, kept = level, level
         while runner.is_alive():
             runner.join(POLL_SECONDS)
-            committed = _committed_level(store)
-            if committed is not None and committed[0] > seen:
-                seen = committed[0]
-                interrupt.note(f"the checkpoint of level {seen} is kept: add --resume to continue")
-                report(*committed)
-            if deadline is not None and time.monotonic() >= deadline and runner.is_alive():
+            reached, committed = _read_level(store.dir / ck.PROGRESS), _read_level(store.dir / ck.MANIFEST, "body")
+            if committed is not None and committed[0] > kept:
+                kept = committed[0]
+                interrupt.note(f"the checkpoint of level {kept} is kept: add --resume to continue")
+            if reached is not None and reached[0] > seen:
+                seen = reached[0]
+                report(*reached)
+            if deadline is not None and time.monotonic() >= deadline + LIMIT_GRACE and runner.is_alive():
                 sc.cancelAllJobs()
                 runner.join()
                 saved = store.open(resume=True)
                 return saved["level"], saved["totals"], "time-limit"
         if interrupt.received() != before:
             interrupt.reraise()
-        saved = store.open(resume=True)  # verifies what the job committed, removes what it left mid-level
         if "result" in outcome:
-            stopped = outcome["result"]["stopped_by"]
-            return saved["level"], saved["totals"], stopped
+            saved = store.open(resume=True)  # verifies what the job committed, removes what it left mid-level
+            return saved["level"], saved["totals"], outcome["result"]["stopped_by"]
+        _wait_for_killed_tasks(sc)
+        saved = store.open(resume=True)
         text = str(outcome["error"])
         cause = re.search(r"harness\.errors\.\w+: (.*)", text)  # our own refusal, raised in a task
         if cause:
@@ -752,13 +802,23 @@ def _spark_jobs(sc, store: ck.Checkpoint, job: dict, level: int, tasks: int, dea
         interrupt.note(f"the checkpoint of level {level} is kept: add --resume to continue")
 
 
-def _committed_level(store: ck.Checkpoint) -> tuple[int, dict] | None:
-    """The level and totals in state.json as a task last wrote it (for progress; None mid-write)."""
+def _read_level(file: Path, inside: str | None = None) -> tuple[int, dict] | None:
+    """The level and totals a task last wrote in progress.json or state.json (None if absent or mid-write)."""
     try:
-        body = json.loads((store.dir / ck.MANIFEST).read_text())["body"]
-        return body["level"], body["totals"]
+        doc = json.loads(file.read_text())
+        doc = doc[inside] if inside else doc
+        return doc["level"], doc["totals"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def _wait_for_killed_tasks(sc, seconds: float = 30.0) -> None:
+    """After a failed job, Spark kills the attempt's other tasks; their Python workers may write a last file
+    for up to spark.python.task.killTimeout (2 s). Wait for them before the checkpoint is cleaned up."""
+    deadline = time.monotonic() + seconds
+    while sc.statusTracker().getActiveStageIds() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(KILL_TIMEOUT)
 
 
 def _slots(sc) -> int:
