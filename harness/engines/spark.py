@@ -297,6 +297,12 @@ class LevelWorker:
         return {"violations": violations}
 
 
+def warm_up(sc, job: dict, slots: int) -> None:
+    """Start the Python workers the job will use and build the model in each (a reused worker keeps it),
+    while the driver still runs levels."""
+    sc.parallelize(range(slots), slots).mapPartitions(lambda _: [_model(job).name]).collect()
+
+
 def first_level(model: Model) -> tuple[list[tuple[int, tuple]], dict]:
     """The initial states (of those with one view, the smallest tie) and their violations."""
     kept: dict[int, tuple] = {}
@@ -483,6 +489,10 @@ def start_session(master: str | None, log_file: Path):
         return active
     gateway = None
     if "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None:  # else the JVM is running
+        # The driver's JVM schedules one job and follows it: the C1 compiler alone and the serial collector
+        # halve the CPU its start takes (5.9 -> 2.9 s on 2 cores, docs/PERFORMANCE.md), which the driver's own
+        # levels share meanwhile. Executors on a cluster keep their defaults.
+        conf.set("spark.driver.extraJavaOptions", JVM_OPTIONS)
         with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
             gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
     sc = SparkContext(conf=conf, gateway=gateway)
@@ -523,6 +533,7 @@ def _ship_code(sc) -> None:
 
 # ---------------------------------------------------------------------------------- executors
 
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1"
 EXECUTOR_WAIT = 120.0  # seconds a cluster may take to give the job its first executor (--executor-wait)
 NEEDED_MODULES = ("harness", "specs", "invariants", "numpy", "pyarrow", "msgpack")
 
@@ -647,9 +658,12 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     def boot():
         t = time.monotonic()
         try:
-            session["spark"] = (session_factory or start_session)(master, log_file)
+            sc = session["spark"] = (session_factory or start_session)(master, log_file)
             session["start_seconds"] = time.monotonic() - t
-            session["ui"] = getattr(session["spark"], "uiWebUrl", None)  # shown with the progress
+            session["ui"] = getattr(sc, "uiWebUrl", None)  # shown with the progress
+            if sc.master.startswith("local"):  # a cluster's executors may be long in coming: not waited for here
+                warm_up(sc, job, _slots(sc))
+                session["warm_seconds"] = time.monotonic() - t - session["start_seconds"]
         except Exception as exc:  # reported when Spark is first needed
             session["error"] = exc
 
@@ -732,6 +746,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     "waited_for_session_seconds": round(session.get("waited", 0.0), 2),
                     "seconds_without_session_wait": round(elapsed - session.get("waited", 0.0), 3),
                     "spark_level_seconds": round(session.get("level_seconds", 0.0), 2),
+                    "warm_up_seconds": round(session.get("warm_seconds", 0.0), 2),
                     "task_seconds": totals.get("task_seconds"),
                     "states_per_second": round(totals["distinct"] / elapsed) if elapsed else None}
     result.record_coverage(model.rule_names, model.action_rule, totals["gen_by_action"], totals["new_by_action"])
