@@ -35,7 +35,7 @@ $(CHROMIUM):
 	  { $(if $(filter 0,$(shell id -u)),,sudo) apt-get update && $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium; }
 
 test: $(STAMP) $(CHROMIUM)
-	CHROMIUM=$(CHROMIUM) $(PY) -m pytest
+	CHROMIUM=$(CHROMIUM) $(PY) -m pytest -m "not cluster"
 
 ci: $(STAMP) $(CHROMIUM)  ## the CI gate (ci/gate.py): pytest, ci exhaustion, mutation adequacy, corpus replay, Hypothesis, baseline
 	CHROMIUM=$(CHROMIUM) $(PY) ci/gate.py

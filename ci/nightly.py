@@ -145,6 +145,19 @@ def run_fuzzers(folder: Path) -> dict:
     return out
 
 
+def run_cluster_tests(folder: Path) -> dict:
+    """The tests marked `cluster` (a real standalone Spark cluster with a worker killed mid-run, spark-submit's
+    exit codes): a minute or more of JVMs, so they run here rather than in `make test`."""
+    t = time.monotonic()
+    junit = folder / "cluster-junit.xml"
+    p = subprocess.run([sys.executable, "-m", "pytest", "-m", "cluster", "-n", "0", "-q", "-p", "no:cacheprovider",
+                        f"--junitxml={junit}", "tests/test_spark_cluster.py"], cwd=ROOT, capture_output=True, text=True)
+    out = {"passed": p.returncode == 0, "seconds": round(time.monotonic() - t, 1),
+           "tail": p.stdout.strip().splitlines()[-1:]}
+    log(f"  Spark cluster tests: {'ok' if out['passed'] else 'FAILED'}, {out['tail']}, {out['seconds']} s")
+    return out
+
+
 def compare(previous: dict | None, summary: dict) -> list[str]:
     if previous is None:
         return ["no previous report"]
@@ -189,6 +202,8 @@ def failures_of(summary: dict) -> list[str]:
     out += [f"{n}/tiny liveness {p}: {v}" for n, m in summary["models"].items()
             for p, v in m["liveness"]["verdicts"].items() if v in REGRESSIONS]
     out += [f"fuzzer {n} failed" for n, f in summary["fuzz"].items() if not f["passed"]]
+    if summary.get("cluster") and not summary["cluster"]["passed"]:
+        out.append(f"Spark cluster tests failed: {summary['cluster']['tail']}")
     return out
 
 
@@ -236,6 +251,8 @@ def main() -> int:
         summary["configs"][name] = summary["models"][name].pop("configs")
     log("[fuzzers]" + (" skipped: their short profile is part of make test" if QUICK else ""))
     summary["fuzz"] = {} if QUICK else run_fuzzers(folder)
+    log("[Spark cluster]" + (" skipped in the quick run" if QUICK else ""))
+    summary["cluster"] = {} if QUICK else run_cluster_tests(folder)
     summary["failures"] = failures_of(summary)
     summary["outcome"] = "failed" if summary["failures"] else "ok"
     summary["comparison"] = compare(previous, summary)

@@ -397,8 +397,9 @@ def spark_task(job: dict, start_level: int):
     worker.load(start_level)
     store = ck.Checkpoint(job["dir"], job["identity"])
     saved = store.adopt()
-    if saved["level"] != start_level:
-        raise BadInput(f"corrupt checkpoint: it was at level {saved['level']}, the job started at {start_level}")
+    if saved["level"] != start_level:  # Spark retrying the stage (spark-submit's own settings): not from here
+        raise RuntimeError(f"a retried stage attempt: the checkpoint is at level {saved['level']}, the job began at "
+                           f"{start_level}; the driver re-runs the job from the last commit")
     totals = saved["totals"]
     last = [start_level]
 
@@ -484,6 +485,9 @@ def start_session(master: str | None, log_file: Path):
     # A barrier job needs all its slots at once: if the cluster shrank, fail fast and let the driver retry smaller.
     conf.set("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "2s")
     conf.set("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "5")
+    # The driver re-runs a failed job itself, from the last commit and with the slots left (`_spark_jobs`);
+    # Spark's own retry of the stage would re-run it from where it began.
+    conf.set("spark.stage.maxConsecutiveAttempts", "1")
     active = SparkContext._active_spark_context  # one per process: a later search reuses it
     if active is not None:
         return active
@@ -726,8 +730,8 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     tasks = min(partitions or 1 << 30, max(_slots(sc), 1))
                     job["deadline"] = None if deadline is None else time.time() + (deadline - time.monotonic())
                     t_jobs = time.monotonic()
-                    level, totals, stopped_by = _spark_jobs(sc, store, job, level, tasks, deadline, log_file,
-                                                            lambda k, tot: report(k, tot))
+                    level, totals, stopped_by, tasks = _spark_jobs(sc, store, job, level, tasks, deadline, log_file,
+                                                                   report, session)
                     session["level_seconds"] = time.monotonic() - t_jobs
     except interrupt.Interrupted:
         if "spark" in session:
@@ -739,7 +743,8 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         result.violations.append(_reconstruct(model, job, depth, fp, prop))
     result.stats = {"distinct": totals["distinct"], "generated": totals["generated"],
                     "depth": len(totals["states_per_depth"]) - 1, "states_per_depth": totals["states_per_depth"],
-                    "seconds": round(elapsed, 3), "tasks": tasks or 1, "spark_levels": totals["spark_levels"],
+                    "seconds": round(elapsed, 3), "tasks": tasks or 1, "spark_jobs": session.get("jobs", 0),
+                    "spark_levels": totals["spark_levels"],
                     "driver_levels": totals["driver_levels"], "resumed_at_level": resumed_at if resume else None,
                     "checkpoint": str(directory), "master": master,
                     "session_start_seconds": round(session.get("start_seconds", 0.0), 2),
@@ -760,14 +765,16 @@ KILL_TIMEOUT = 2.5  # spark.python.task.killTimeout (2 s) and a margin
 
 
 def _spark_jobs(sc, store: ck.Checkpoint, job: dict, level: int, tasks: int, deadline: float | None,
-                log_file: Path, report) -> tuple[int, dict, str | None]:
-    """Run barrier jobs from the committed `level` to the end. A job that fails (a lost executor) is run
-    again from the last committed level, with as many tasks as the cluster then has slots; the driver
-    follows the commits for progress and cancels the job at the time limit."""
+                log_file: Path, report, session: dict) -> tuple[int, dict, str | None, int]:
+    """Run barrier jobs from the committed `level` to the end; returns the last level, the totals, why it
+    stopped and the tasks of the last job. A job that fails (a lost executor) is run again from the last
+    committed level, with as many tasks as the cluster then has slots; the driver follows the tasks'
+    progress and cancels the job if it outlasts the time limit."""
     failures = 0
     interrupt.note(f"the checkpoint of level {level} is kept: add --resume to continue")
     while True:
         job = dict(job, tasks=tasks, attempt=secrets.token_hex(4))
+        session["jobs"] = session.get("jobs", 0) + 1
         start = level
         outcome: dict = {}
 
@@ -795,12 +802,12 @@ def _spark_jobs(sc, store: ck.Checkpoint, job: dict, level: int, tasks: int, dea
                 sc.cancelAllJobs()
                 runner.join()
                 saved = store.open(resume=True)
-                return saved["level"], saved["totals"], "time-limit"
+                return saved["level"], saved["totals"], "time-limit", tasks
         if interrupt.received() != before:
             interrupt.reraise()
         if "result" in outcome:
             saved = store.open(resume=True)  # verifies what the job committed, removes what it left mid-level
-            return saved["level"], saved["totals"], outcome["result"]["stopped_by"]
+            return saved["level"], saved["totals"], outcome["result"]["stopped_by"], tasks
         _wait_for_killed_tasks(sc)
         saved = store.open(resume=True)
         text = str(outcome["error"])
