@@ -1,65 +1,90 @@
-"""Spark engine against single-process BFS on kraft `ci` (`make bench`).
+"""The Spark engine against single-process BFS (`make bench`; about 25 minutes).
 
-Each run is a fresh process. Reported: BFS wall time; Spark wall time with local[2] and local[1], the
-session start (it runs in a background thread while the driver expands the small levels) and the time
-the driver waited for it, the ratio (Spark without that wait) / BFS, and the fixed cost of one Spark
-level (a tiny model run with every level forced through Spark, per level). Results go to stdout and
-bench/results/spark.json. No assertions: these are measurements.
+Cases: kraft `ci`, and replication `fence` (the largest kraft/replication preset one process exhausts in
+about two minutes). Modes: BFS; Spark `local[2]`; Spark on a standalone cluster of two workers of one core
+each (`harness.standalone`, started once). Every run is a whole `python -m harness check` process, its
+wall time taken from outside (Python and the JVM's start, the session, the search, the traces), in the
+order BFS, local[2], standalone, repeated REPEATS times: each repeat gives a paired ratio to the BFS run
+beside it. Reported: the median wall time per mode, the median of the paired ratios, and whether the
+results (distinct states per depth, successors per rule) are BFS's. Also the cost of a level with nothing
+in it (a tiny model, every level on Spark). Results go to stdout and bench/results/spark.json.
+No assertions: these are measurements.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
+import subprocess
+import sys
 import tempfile
+import time
+from pathlib import Path
 
-from runner import run_child, save
+from runner import save
 
-CHILD = r"""
-import json, sys, time
-from harness.registry import load_spec
-from harness.engines import bfs, spark
-engine, spec_name, preset, master, forced = json.loads(sys.argv[1])
-spec = load_spec(spec_name)
-model = spec.bind(spec.config(preset))
-t = time.monotonic()
-if engine == "bfs":
-    r = bfs.explore(model)
-else:
-    r = spark.explore(model, master=master, partitions=2, checkpoint=sys.argv[2], spark_levels_only=forced)
-s = r.stats
-out = {"distinct": s["distinct"], "seconds": round(time.monotonic() - t, 2)}
-for k in ("session_start_seconds", "waited_for_session_seconds", "seconds_without_session_wait",
-          "spark_level_seconds", "spark_levels", "driver_levels"):
-    if k in s:
-        out[k] = s[k]
-print(json.dumps(out))
-"""
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from harness.standalone import StandaloneCluster  # noqa: E402
+
+CASES = [("kraft", "ci"), ("replication", "fence")]
+REPEATS = 3
 
 
-def run(engine: str, spec: str, preset: str, master: str | None = None, forced: bool = False) -> dict:
-    with tempfile.TemporaryDirectory() as ck:
-        return run_child(CHILD, json.dumps([engine, spec, preset, master, forced]), ck)
+def check(spec: str, preset: str, work: Path, *extra: str) -> dict:
+    args = [sys.executable, "-m", "harness", "check", spec, "--config", preset, "--json", "--quiet",
+            "--out", str(work / "traces"), *extra]
+    started = time.monotonic()
+    p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    wall = round(time.monotonic() - started, 2)
+    if p.returncode not in (0, 1):
+        return {"error": (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1], "wall": wall}
+    r = json.loads(p.stdout)
+    s = r["stats"]
+    keep = ("distinct", "depth", "tasks", "spark_jobs", "spark_levels", "driver_levels", "session_start_seconds",
+            "waited_for_session_seconds", "warm_up_seconds", "spark_level_seconds", "task_seconds")
+    return {"wall": wall, **{k: s[k] for k in keep if k in s},
+            "signature": [s["states_per_depth"], {k: v["generated"] for k, v in r["coverage"].items()}]}
 
 
 def main() -> None:
-    results = {"bfs": run("bfs", "kraft", "ci"),
-               "local[2]": run("spark", "kraft", "ci", "local[2]"),
-               "local[1]": run("spark", "kraft", "ci", "local[1]"),
-               "empty levels": run("spark", "example", "tiny", "local[2]", forced=True)}
-    bfs = results["bfs"].get("seconds")
-    for name in ("local[2]", "local[1]"):
-        r = results[name]
-        if "error" not in r and bfs:
-            r["ratio_to_bfs"] = round(r["seconds_without_session_wait"] / bfs, 2)
-    e = results["empty levels"]
-    if "error" not in e and e.get("spark_levels"):
-        e["seconds_per_level"] = round(e["spark_level_seconds"] / e["spark_levels"], 3)
-    two, one = results["local[2]"], results["local[1]"]
-    if "error" not in two and "error" not in one:
-        results["scaling_local1_over_local2"] = round(one["spark_level_seconds"] / two["spark_level_seconds"], 2)
-    for name, r in results.items():
-        print(f"{name:28s} {json.dumps(r)}")
-    save(results, "spark.json")
+    results: dict = {}
+    with tempfile.TemporaryDirectory() as tmp, StandaloneCluster(Path(tmp) / "cluster", workers=2) as cluster:
+        work = Path(tmp)
+        modes = {"bfs": [], "local[2]": ["--engine", "spark", "--master", "local[2]"],
+                 "standalone 2x1": ["--engine", "spark", "--master", cluster.url]}
+        for spec, preset in CASES:
+            runs: dict[str, list] = {m: [] for m in modes}
+            for k in range(REPEATS):
+                for mode, extra in modes.items():
+                    ck = ["--checkpoint", str(work / f"ck-{spec}-{preset}-{mode}-{k}")] if extra else []
+                    runs[mode].append(check(spec, preset, work, *extra, *ck))
+            case = {}
+            bfs = runs["bfs"]
+            for mode, rs in runs.items():
+                ok = [r for r in rs if "error" not in r]
+                case[mode] = {"median_wall": statistics.median(r["wall"] for r in ok) if ok else None,
+                              "walls": [r.get("wall") for r in rs], "runs": rs}
+                if mode != "bfs":
+                    ratios = [r["wall"] / b["wall"] for r, b in zip(rs, bfs) if "error" not in r and "error" not in b]
+                    case[mode]["paired_ratio_median"] = round(statistics.median(ratios), 3) if ratios else None
+                    case[mode]["paired_ratios"] = [round(x, 3) for x in ratios]
+                    case[mode]["same_results_as_bfs"] = all(
+                        r.get("signature") == b.get("signature") for r, b in zip(rs, bfs))
+            results[f"{spec}/{preset}"] = case
+            for mode in modes:
+                c = case[mode]
+                print(f"{spec}/{preset:8s} {mode:15s} median {c['median_wall']} s  walls {c['walls']}"
+                      + (f"  ratio {c['paired_ratio_median']} {c['paired_ratios']}  same {c['same_results_as_bfs']}"
+                         if mode != "bfs" else ""))
+        empty = check("example", "tiny", work, "--engine", "spark", "--master", "local[2]", "--every-level-on-spark",
+                      "--checkpoint", str(work / "ck-empty"))
+        if "error" not in empty and empty.get("spark_levels"):
+            empty["seconds_per_level"] = round(empty["spark_level_seconds"] / empty["spark_levels"], 3)
+        results["empty levels"] = empty
+        print(f"empty levels: {json.dumps({k: v for k, v in empty.items() if k != 'signature'})}")
+    save(results, "spark.json")  # with each run's signature (states per depth, successors per rule)
 
 
 if __name__ == "__main__":

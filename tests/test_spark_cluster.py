@@ -8,79 +8,21 @@ These start JVMs for a minute or more: marked `cluster`, they run in the nightly
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
-import pyspark
 import pytest
 
 from conftest import ROOT, run_cli
-
-SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(tmp_path: Path, name: str, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "SPARK_HOME": str(SPARK_CLASS.parent.parent), "SPARK_LOCAL_IP": "127.0.0.1",
-           "SPARK_WORKER_DIR": str(tmp_path / f"{name}-work")}
-    log = open(tmp_path / f"{name}.log", "wb")
-    return subprocess.Popen([str(SPARK_CLASS), *args], stdout=log, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
-
-
-def wait_for(predicate, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
-
-
-def listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def alive_workers(webui: int) -> int:
-    """Workers the master counts as alive (its web UI's JSON)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{webui}/json/", timeout=5) as r:
-            return int(json.load(r).get("aliveworkers", 0))
-    except OSError:
-        return 0
+from harness.standalone import SPARK_CLASS, StandaloneCluster, wait_for
 
 
 @pytest.fixture
-def master(tmp_path):
-    port, webui = free_port(), free_port()
-    procs = [start(tmp_path, "master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                   "--port", str(port), "--webui-port", str(webui))]
-    wait_for(lambda: listening(port), 60, "the master never listened")
-
-    def add_worker() -> subprocess.Popen:
-        procs.append(start(tmp_path, f"worker{len(procs)}", "org.apache.spark.deploy.worker.Worker",
-                           f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
-                           "--webui-port", str(free_port())))
-        return procs[-1]
-
-    add_worker.alive = lambda: alive_workers(webui)
-    yield f"spark://127.0.0.1:{port}", add_worker
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
+def cluster(tmp_path):
+    with StandaloneCluster(tmp_path / "cluster") as c:
+        yield c
 
 
 def spark_args(tmp_path, master, spec="example", config="ci", *extra):
@@ -113,8 +55,8 @@ def same_search(spark_result: dict, bfs_result: dict) -> bool:
 
 
 @pytest.mark.cluster
-def test_a_standalone_cluster_without_and_with_executors(tmp_path, master):
-    url, add_worker = master
+def test_a_standalone_cluster_without_and_with_executors(tmp_path, cluster):
+    url, add_worker = cluster.url, cluster.add_worker
     code, out, err = spark_check(tmp_path, url, "--executor-wait", "3")
     assert code == 2 and "no Spark executor registered" in err and len(err.strip().splitlines()) == 1, err
     code, out, err = spark_check(tmp_path, url, "--executor-wait", "600", "--time-limit", "4")
@@ -133,11 +75,11 @@ def test_a_standalone_cluster_without_and_with_executors(tmp_path, master):
 
 
 @pytest.mark.cluster
-def test_two_workers_give_bfs_results_and_a_worker_killed_mid_run_costs_only_time(tmp_path, master):
-    url, add_worker = master
-    add_worker()
-    doomed = add_worker()
-    wait_for(lambda: add_worker.alive() == 2, 120, "two workers never registered")
+def test_two_workers_give_bfs_results_and_a_worker_killed_mid_run_costs_only_time(tmp_path, cluster):
+    url = cluster.url
+    cluster.add_worker()
+    doomed = cluster.add_worker()
+    wait_for(lambda: cluster.alive_workers() == 2, 120, "two workers never registered")
 
     code, out, err = spark_check(tmp_path, url, spec="kip642", config="tiny")
     assert code == 0, err
@@ -158,7 +100,7 @@ def test_two_workers_give_bfs_results_and_a_worker_killed_mid_run_costs_only_tim
 
     wait_for(lambda: committed_spark_levels() >= 3 or p.poll() is not None, 240, "no Spark level was committed")
     assert p.poll() is None, "the run ended before the kill"
-    os.killpg(doomed.pid, signal.SIGKILL)
+    cluster.kill_worker(doomed)
     out, err = p.communicate(timeout=600)
     assert p.returncode == 0, err
     result = json.loads(out)
