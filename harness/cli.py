@@ -109,6 +109,15 @@ def _engines(param: str) -> str:
     return f"[{', '.join(ENGINE_OPTIONS[param])}] "
 
 
+class Folder(click.Path):
+    """A folder option. A NUL in it is a usage error: `os.stat` raises ValueError for it, which click lets through."""
+
+    def convert(self, value, param, ctx):
+        if "\0" in str(value):
+            self.fail("a path cannot contain a NUL character", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _flag_given(ctx: click.Context, name: str) -> str | None:
     """The flag of option `name` if the user gave it on the command line (not its default), else None."""
     if ctx.get_parameter_source(name) in (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP):
@@ -132,7 +141,7 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
 @click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE", help="select a protocol variant")
 @click.option("--mutation", default=None, help="remove one safety rule (see `list`)")
 @click.option("--engine", default="bfs", type=click.Choice(ENGINES), show_default=True)
-@click.option("--out", default="traces", show_default=True, type=click.Path(file_okay=False), help="where counterexamples go")
+@click.option("--out", default="traces", show_default=True, type=Folder(file_okay=False), help="where counterexamples go")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object on stdout")
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
 @click.option("--progress-every", type=click.FloatRange(min=0.1, max=86400), default=30.0, show_default=True,
@@ -493,7 +502,7 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_dir, max
 @click.option("--brokers", type=click.IntRange(min=1, max=16), default=8, show_default=True, help="up to N brokers")
 @click.option("--depth", type=click.IntRange(min=0), default=6, show_default=True,
               help="BMC depth used to decide whether a CTI is reachable")
-@click.option("--out", "out_dir", default="traces", show_default=True, type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", default="traces", show_default=True, type=Folder(file_okay=False),
               help="where CTIs are written (two-state ITF traces over the symbolic state)")
 @click.option("--json", "as_json", is_flag=True)
 def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth, out_dir, as_json) -> None:
@@ -525,7 +534,7 @@ def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth,
 
 
 @cli.command("corpus")
-@click.option("--out", default="counterexamples", show_default=True, type=click.Path(file_okay=False))
+@click.option("--out", default="counterexamples", show_default=True, type=Folder(file_okay=False))
 @click.option("--spec", "names", multiple=True, help="only these specs")
 def corpus_cmd(out: str, names: tuple) -> None:
     """Regenerate the counterexample corpus: a shortest trace per mutation and per expected violation."""
@@ -550,7 +559,7 @@ MODEL_OPTIONS = ("preset", "settings", "variants", "mutation", "out")  # explore
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="[SPEC] override a config constant")
 @click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE", help="[SPEC] select a protocol variant")
 @click.option("--mutation", default=None, help="[SPEC] remove one safety rule (see `list`)")
-@click.option("--out", default="traces", show_default=True, type=click.Path(file_okay=False),
+@click.option("--out", default="traces", show_default=True, type=Folder(file_okay=False),
               help="[SPEC] where walks saved as traces go")
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=8765, show_default=True,
               help="the port on 127.0.0.1 (0: any free port)")

@@ -19,6 +19,8 @@ def write_atomic(target: Path, write: Callable[[Path], Any]) -> None:
 
 def check_writable_dir(path: Path, option: str) -> None:
     """Refuse (exit 2) a directory that cannot be created or written, before any work is done."""
+    if "\0" in str(path):  # the OS cannot name it (Python raises ValueError, not OSError)
+        raise BadInput(f"{option} {str(path)!r}: a path cannot contain a NUL character")
     probe = path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent

@@ -631,3 +631,15 @@ def test_fuzz_config_resolution(request):
         return
     assert SPECS[spec].config_from_dict(config_to_dict(cfg)) == cfg  # a trace of it would be read back
     assert SPECS[spec].bind(cfg).init_states()  # binds (no timed assertion: this VM's speed varies)
+
+
+@pytest.mark.parametrize("argv", [["check", "example", "--out", "out\0x"], ["explore", "example", "--out", "out\0x"],
+                                  ["corpus", "--spec", "example", "--out", "c\0"],
+                                  ["check", "example", "--engine", "spark", "--checkpoint", "ck\0"]])
+def test_a_nul_in_a_folder_option_is_a_usage_error(tmp_path, monkeypatch, argv):
+    """Found by the fuzzer: click's Path type stats the value, and a NUL makes that a ValueError. Only an
+    in-process caller can pass one (a process's argv cannot hold it), but the contract is the same."""
+    block_jvm(monkeypatch, [])
+    result = run_in_process(argv, make_scratch(tmp_path / "scratch"))
+    assert result["code"] == 2 and result["escaped"] is None and "NUL" in result["err"], result
+    assert len(result["err"].strip().splitlines()) == 1

@@ -440,6 +440,8 @@ def check_checkpoint_path(checkpoint: str | None) -> None:
     """A checkpoint is a POSIX folder that the driver and every executor see (a local path, or a shared
     mount): a URI of another filesystem (s3a://, hdfs://, gs://) would silently become a local folder of
     that name, which executors elsewhere never see. Refused in one line."""
+    if checkpoint and "\0" in checkpoint:
+        raise BadInput(f"--checkpoint {checkpoint!r}: a path cannot contain a NUL character")
     if checkpoint and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", checkpoint) and not checkpoint.startswith("file://"):
         scheme = checkpoint.split("://", 1)[0]
         raise BadInput(f"--checkpoint {checkpoint}: a {scheme}:// URI is not supported; give a POSIX path that the "
