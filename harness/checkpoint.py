@@ -8,6 +8,7 @@ Layout of a checkpoint directory DIR (level k = the BFS depth whose states are b
     DIR/parents/k/part-t.parquet        (fp, parent, action) of the states new at depth k that task t owns
     DIR/exchange/k/from-s-to-t-A.arrow  candidates task s found for task t while expanding level k
     DIR/winners/k/from-t-to-s-A.arrow   which of them were new (positions in s's file)
+    DIR/transfer/k/from-s-to-t-A.arrow  frontier states task s hands task t after level k, to even out the work
     DIR/reports/k/part-t-A.json         task t's counts of level k, which every task reads
     DIR/spark.log                       the JVM's and Spark's own output
     DIR/progress.json                   the level a Spark job has reached and its totals (not a commit)
@@ -50,10 +51,11 @@ MARKER = "checkpoint.json"
 MANIFEST = "state.json"
 LOG = "spark.log"
 PROGRESS = "progress.json"  # the level the job has reached, for the driver's progress lines; not a commit
-KINDS = {"frontier": "parquet", "parents": "parquet", "exchange": "arrow", "winners": "arrow", "reports": "json"}
-TRANSIENT = ("exchange", "winners", "reports")  # never committed: written and read within one level
+KINDS = {"frontier": "parquet", "parents": "parquet", "exchange": "arrow", "winners": "arrow", "transfer": "arrow",
+         "reports": "json"}
+TRANSIENT = ("exchange", "winners", "transfer", "reports")  # never committed: written and read within one level
 _DATA_FILE = re.compile(r"(frontier|parents)/(\d+)/part-\d+-[0-9a-f]{8}\.parquet"
-                        r"|(exchange|winners)/\d+/from-\d+-to-\d+-[0-9a-f]{8}\.arrow|(reports)/\d+/part-\d+-[0-9a-f]{8}\.json")
+                        r"|(exchange|winners|transfer)/\d+/from-\d+-to-\d+-[0-9a-f]{8}\.arrow|(reports)/\d+/part-\d+-[0-9a-f]{8}\.json")
 _TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|progress\.json|(?:part|from)-[-\dtoa-f]+\.(?:parquet|arrow|json))\.tmp\d+")  # write_atomic's
 
 

@@ -57,6 +57,8 @@ from harness.result import CheckResult
 from harness.trace import Outcome
 
 SMALL_LEVEL = 20_000  # frontiers below this many states are expanded in the driver
+REBALANCE_RATIO = 1.25  # a frontier is evened out when a task holds more than this times the mean ...
+REBALANCE_MIN = 64  # ... and it has at least this many states
 CHECKPOINT_EVERY = 60.0  # seconds between commits (--checkpoint-every); a search's last level is always committed
 INIT_ACTION = -1
 
@@ -196,7 +198,7 @@ class LevelWorker:
         if self.tasks > 1:
             files.append(ck.path(d, "reports", level, self._name("reports", f"part-{self.task}")))
             files += [ck.path(d, kind, level, self._name(kind, f"from-{self.task}-to-{o}"))
-                      for kind in ("exchange", "winners") for o in range(self.tasks)]
+                      for kind in ("exchange", "winners", "transfer") for o in range(self.tasks)]
         for f in files:
             with contextlib.suppress(FileNotFoundError):
                 f.unlink()
@@ -294,7 +296,37 @@ class LevelWorker:
                         break
         self._candidates, self._fps = [], np.empty(0, np.int64)
         self.frontier = frontier
-        return {"violations": violations}
+        return {"violations": violations, "held": len(frontier)}
+
+    def rebalance(self, level: int, held: list[int]) -> None:
+        """Even out the frontier when one task holds more than REBALANCE_RATIO of the mean (a frontier grows where
+        its states were generated, so from one initial state it would all stay with one task): the tasks
+        above their share send their last states to those below, encoded (the only states that cross)."""
+        total, tasks = sum(held), self.tasks
+        if tasks == 1 or total < REBALANCE_MIN or max(held) <= REBALANCE_RATIO * total / tasks:
+            return
+        share = [total // tasks + (t < total % tasks) for t in range(tasks)]
+        give = [[t, held[t] - share[t]] for t in range(tasks) if held[t] > share[t]]
+        take = [[t, share[t] - held[t]] for t in range(tasks) if held[t] < share[t]]
+        moves = []  # (from, to, count), the same in every task
+        while give and take:
+            n = min(give[0][1], take[0][1])
+            moves.append((give[0][0], take[0][0], n))
+            give[0][1] -= n
+            take[0][1] -= n
+            give, take = [g for g in give if g[1]], [t for t in take if t[1]]
+        encode, decode = self.model.encode, self.model.decode_trusted
+        for src, dst, n in moves:
+            if src == self.task:
+                sent, self.frontier = self.frontier[-n:], self.frontier[:-n]
+                self._write("transfer", level, f"from-{src}-to-{dst}", pa.table(
+                    {"fp": pa.array([fp for fp, _ in sent], pa.int64()),
+                     "state": pa.array([encode(t) for _, t in sent], pa.binary())}, schema=_FRONTIER_SCHEMA))
+        incoming = [f"from-{src}-to-{dst}" for src, dst, _ in moves if dst == self.task]
+        self._await("transfer", level, incoming)
+        for name in incoming:
+            table = self._read("transfer", level, name)
+            self.frontier += zip(_column(table, "fp", np.int64).tolist(), map(decode, table.column("state").to_pylist()))
 
 
 def warm_up(sc, job: dict, slots: int) -> None:
@@ -373,6 +405,7 @@ def run_levels(worker: LevelWorker, level: int, totals: dict, *, commit, stop_fl
             worker.seconds[step] += seconds
         report.update(seconds=worker.seconds, due=time.monotonic() - worker.last_save >= every, stop=stop_flag())
         reports = worker.gather(level, report)
+        worker.rebalance(level, [r["held"] for r in reports])
         merge(totals, level, reports, counter)
         level += 1
         if on_level:
