@@ -112,17 +112,18 @@ class LevelWorker:
               smallest (tie, parent, action) candidate, and send each candidate's numbers to its owner;
       decide  as owner, of all candidates for one fingerprint keep the smallest (tie, parent, action), drop
               the visited ones, record the parents of the new states, and tell each sender which of its won;
-      collect keep the winning candidates as the next frontier, check the invariants on them, write it.
+      collect keep the winning candidates as the next frontier and check the invariants on them.
     Only numbers cross between tasks; a state stays in the process that generated it, so it is never
-    decoded on the way (the frontier is encoded once, to be committed). Which candidate wins depends on
-    the candidates alone, so counts, parents and violations do not depend on the number of tasks."""
+    decoded on the way (a frontier is encoded for a commit, and to even out the tasks' shares). Which
+    candidate wins depends on the candidates alone, so counts, parents and violations do not depend on
+    the number of tasks."""
 
     def __init__(self, job: dict, task: int, tasks: int) -> None:
         self.job, self.task, self.tasks = job, task, tasks
         self.model = _model(job)
         self.visited = FingerprintTable()
         self.frontier: list[tuple[int, tuple]] = []  # (fingerprint, state) of the depth being expanded
-        self._candidates: list = []  # [tie, parent fp, action, state, parent state], in order found
+        self._candidates: list = []  # (tie, parent fp, action, state, parent state), in order found
         self._fps = np.empty(0, np.int64)
         self._sent: list[np.ndarray] = []  # per owner: positions in _candidates of the rows sent to it
         self._inbox: dict = {}  # one task: the exchange without files
@@ -131,26 +132,27 @@ class LevelWorker:
         self.last_save = time.monotonic()
 
     # -- files ---------------------------------------------------------------------------------------
-    def _name(self, kind: str, name: str) -> str:
+    def _name(self, name: str) -> str:
+        """A file's name: its place (part-t, from-s-to-t) and the token of the job attempt writing it."""
         return f"{name}-{self.job['attempt']}"
 
     def _write(self, kind: str, level: int, name: str, table: pa.Table) -> None:
         if self.tasks == 1 and kind in ck.TRANSIENT:
             self._inbox[kind] = table
         else:
-            ck.write_table(self.job["dir"], self.job["id"], kind, level, self._name(kind, name), table)
+            ck.write_table(self.job["dir"], self.job["id"], kind, level, self._name(name), table)
 
     def _read(self, kind: str, level: int, name: str) -> pa.Table:
         if self.tasks == 1 and kind in ck.TRANSIENT:
             return self._inbox.pop(kind)
-        return ck.read_table(self.job["dir"], self.job["id"], kind, level, self._name(kind, name))
+        return ck.read_table(self.job["dir"], self.job["id"], kind, level, self._name(name))
 
     def _await(self, kind: str, level: int, names: list[str]) -> None:
         """Wait until the other tasks' files have appeared (each is renamed into place once complete).
         A task that dies fails the barrier stage, and Spark kills the ones waiting here."""
         if self.tasks == 1:
             return
-        waiting = [ck.path(self.job["dir"], kind, level, self._name(kind, n)) for n in names]
+        waiting = [ck.path(self.job["dir"], kind, level, self._name(n)) for n in names]
         pause, since = 0.0005, time.perf_counter()
         while waiting:
             waiting = [f for f in waiting if not f.exists()]
@@ -165,10 +167,10 @@ class LevelWorker:
             return [report]
         d = self.job["dir"]
         text = json.dumps(report)
-        write_atomic(ck.path(d, "reports", level, self._name("reports", f"part-{self.task}")), lambda p: p.write_text(text))
+        write_atomic(ck.path(d, "reports", level, self._name(f"part-{self.task}")), lambda p: p.write_text(text))
         names = [f"part-{t}" for t in range(self.tasks)]
         self._await("reports", level, names)
-        return [json.loads(ck.path(d, "reports", level, self._name("reports", n)).read_text()) for n in names]
+        return [json.loads(ck.path(d, "reports", level, self._name(n)).read_text()) for n in names]
 
     def load(self, level: int) -> None:
         """Resume at a committed level: the visited fingerprints this task owns (from every depth's parents)
@@ -185,9 +187,9 @@ class LevelWorker:
         for name in ck.names(d, "frontier", level):
             table = ck.read_table(d, job, "frontier", level, name)
             fps = _column(table, "fp", np.int64)
-            blobs = table.column("state")
-            for i in np.flatnonzero(owners(fps, self.tasks) == self.task).tolist():
-                self.frontier.append((int(fps[i]), decode(blobs[i].as_py())))
+            mine = np.flatnonzero(owners(fps, self.tasks) == self.task)
+            blobs = table.column("state").take(pa.array(mine, pa.int64())).to_pylist()
+            self.frontier += zip(fps[mine].tolist(), map(decode, blobs))
 
     def drop(self, level: int) -> None:
         """Remove what this task wrote for `level`, and frontiers older than the last committed one: every
@@ -196,8 +198,8 @@ class LevelWorker:
         files = [f for k in self.saved[:-1] for f in ck.path(d, "frontier", k).glob(f"*.{ck.KINDS['frontier']}")]
         self.saved = self.saved[-1:]
         if self.tasks > 1:
-            files.append(ck.path(d, "reports", level, self._name("reports", f"part-{self.task}")))
-            files += [ck.path(d, kind, level, self._name(kind, f"from-{self.task}-to-{o}"))
+            files.append(ck.path(d, "reports", level, self._name(f"part-{self.task}")))
+            files += [ck.path(d, kind, level, self._name(f"from-{self.task}-to-{o}"))
                       for kind in ("exchange", "winners", "transfer") for o in range(self.tasks)]
         for f in files:
             with contextlib.suppress(FileNotFoundError):
@@ -681,7 +683,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         ck.write_table(job["dir"], store.job, "frontier", 0, tag, pa.table(
             {"fp": pa.array([fp for fp, _ in init], pa.int64()),
              "state": pa.array([model.encode(s) for _, s in init], pa.binary())}, schema=_FRONTIER_SCHEMA))
-        level, totals = 0, {"distinct": len(init), "generated": len(model.init_states()), "frontier": len(init),
+        level, totals = 0, {"distinct": len(init), "generated": len(init), "frontier": len(init),
                             "states_per_depth": [len(init)] if init else [], "gen_by_action": [0] * len(model.actions),
                             "new_by_action": [0] * len(model.actions),
                             "violations": {p: [0, fp] for p, fp in violations.items()},
