@@ -56,7 +56,7 @@ from harness.visited import FingerprintTable
 from harness.result import CheckResult
 from harness.trace import Outcome
 
-SMALL_LEVEL = 20_000  # frontiers below this many states are expanded in the driver
+SMALL_LEVEL = 2_000  # frontiers below this many states are expanded in the driver (a Spark level costs ~20 ms)
 REBALANCE_RATIO = 1.25  # a frontier is evened out when a task holds more than this times the mean ...
 REBALANCE_MIN = 64  # ... and it has at least this many states
 CHECKPOINT_EVERY = 60.0  # seconds between commits (--checkpoint-every); a search's last level is always committed
