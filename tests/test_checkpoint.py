@@ -236,3 +236,57 @@ def test_the_owner_of_a_fingerprint_is_the_mixed_fingerprint_modulo_the_tasks():
     fps = [0, 1, -1, -(2**63), 2**63 - 1, 123456789, -987654321] + [random.Random(k).randrange(-(2**63), 2**63) for k in range(200)]
     for tasks in (1, 2, 3, 7, 64):
         assert owners(np.array(fps, np.int64), tasks).tolist() == [owner(fp, tasks) for fp in fps]
+
+
+# ------------------------------------------------------------------- level workers, any number of tasks
+
+def run_tasks(model, ck: Path, tasks: int, **job_options):
+    """The Spark job's tasks as threads of this process (the same `run_task`, the same files), from a level 0
+    the driver committed: what T tasks compute, without a JVM. Returns the committed totals and the end."""
+    import secrets
+    import threading
+
+    job, store = spark.make_job(model, str(ck), checkpoint_every=0, **job_options)
+    explore(model, ck, max_depth=0, **job_options)  # commits level 0 and stops
+    store.open(resume=True)
+    job = dict(job, tasks=tasks, attempt=secrets.token_hex(4))
+    ended, errors = {}, []
+
+    def task(t):
+        try:
+            ended[t] = spark.run_task(job, t, 0)
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=task, args=(t,)) for t in range(tasks)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(300)
+    assert not errors and len(ended) == tasks, errors
+    return store.open(resume=True)["totals"], ended[0]
+
+
+@pytest.mark.parametrize("name, preset, mutation", [("kraft", "tiny", None), ("replication", "p3", None),
+                                                     ("example", "ci", "hwm_ignores_isr")])
+def test_any_number_of_tasks_gives_the_same_search(tmp_path, name, preset, mutation):
+    """Counts per depth, successors per rule and the violations found (depth and state) do not depend on the
+    number of tasks: 1, 2, 3 and 5 tasks, each run in threads over one checkpoint directory."""
+    model = bind(name, preset, mutation)
+    seen = {}
+    for tasks in (1, 2, 3, 5):
+        totals, ended = run_tasks(model, tmp_path / f"ck{tasks}", tasks, keep_going=True)
+        seen[tasks] = (totals["states_per_depth"], totals["gen_by_action"], totals["violations"], ended["stopped_by"])
+    assert seen[2] == seen[1] and seen[3] == seen[1] and seen[5] == seen[1]
+    b = bfs.explore(model, keep_going=True)
+    assert seen[1][0] == b.stats["states_per_depth"] and seen[1][3] is None
+    assert {p for p in seen[1][2]} == {v.outcome.property for v in b.violations}
+
+
+def test_a_frontier_from_one_initial_state_is_shared_out(tmp_path):
+    """From its one initial state a search would stay on the task that holds it; the tasks even it out."""
+    model = bind("kraft", "tiny")
+    totals, _ = run_tasks(model, tmp_path / "ck", 3)
+    expanded = totals["task_expanded"]
+    assert len(expanded) == 3 and sum(expanded) == totals["distinct"]
+    assert min(expanded) > 0.25 * totals["distinct"], expanded  # a third each, give or take

@@ -129,6 +129,7 @@ class LevelWorker:
         self._inbox: dict = {}  # one task: the exchange without files
         self.seconds = dict.fromkeys(("expand", "decide", "collect", "save", "wait"), 0.0)  # this task's, waits included
         self.saved: list[int] = []  # committed levels whose frontier files are not yet dropped
+        self.expanded = 0  # states this task has expanded
         self.last_save = time.monotonic()
 
     # -- files ---------------------------------------------------------------------------------------
@@ -236,6 +237,7 @@ class LevelWorker:
                 known = found.get(tf)
                 if known is None or (tie, fp, index) < known[:3]:
                     found[tf] = (tie, fp, index, t, s)
+        self.expanded += len(self.frontier)
         self.frontier = []
         self._candidates = list(found.values())
         n = len(found)
@@ -378,6 +380,7 @@ def merge(totals: dict, level: int, reports: list[dict], counter: str) -> None:
     totals["distinct"] += new
     totals["frontier"] = new
     totals["task_seconds"] = [{k: round(v, 3) for k, v in r["seconds"].items()} for r in reports]  # since the job began
+    totals["task_expanded"] = [r["expanded"] for r in reports]
     if new:
         totals["states_per_depth"].append(new)
     totals[counter] += 1
@@ -405,7 +408,7 @@ def run_levels(worker: LevelWorker, level: int, totals: dict, *, commit, stop_fl
         report.update(worker.collect(level))
         for step, seconds in (("expand", t1 - t0), ("decide", t2 - t1), ("collect", clock() - t2)):
             worker.seconds[step] += seconds
-        report.update(seconds=worker.seconds, due=time.monotonic() - worker.last_save >= every, stop=stop_flag())
+        report.update(seconds=worker.seconds, expanded=worker.expanded, due=time.monotonic() - worker.last_save >= every, stop=stop_flag())
         reports = worker.gather(level, report)
         worker.rebalance(level, [r["held"] for r in reports])
         merge(totals, level, reports, counter)
@@ -423,11 +426,18 @@ def run_levels(worker: LevelWorker, level: int, totals: dict, *, commit, stop_fl
     return level, stop
 
 
-def spark_task(job: dict, start_level: int):
-    """One task of the barrier job: resume from the committed level, run to the end; task 0 commits."""
+def spark_task(job: dict, start_level: int) -> list[str]:
+    """One task of the barrier job; task 0 returns how the search ended."""
     from pyspark import BarrierTaskContext
 
     task = BarrierTaskContext.get().partitionId()
+    ended = run_task(job, task, start_level)
+    return [json.dumps(ended)] if task == 0 else []
+
+
+def run_task(job: dict, task: int, start_level: int) -> dict:
+    """Task `task` of job["tasks"]: resume from the committed level and run to the end; task 0 commits.
+    Returns the level reached and why it stopped."""
     worker = LevelWorker(job, task, job["tasks"])
     worker.load(start_level)
     store = ck.Checkpoint(job["dir"], job["identity"])
@@ -454,7 +464,7 @@ def spark_task(job: dict, start_level: int):
                                 keep_going=job["keep_going"], counter="spark_levels", every=job["checkpoint_every"],
                                 stop_flag=lambda: "time-limit" if deadline is not None and time.time() >= deadline else None,
                                 on_level=progress)
-    return [json.dumps({"level": level, "stopped_by": stopped})] if task == 0 else []
+    return {"level": level, "stopped_by": stopped}
 
 
 def _committed_files(job: dict, after: int, level: int) -> list[Path]:
@@ -646,6 +656,22 @@ def code_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def make_job(model: Model, checkpoint: str | None, *, check_deadlock: bool = True, max_depth: int | None = None,
+             keep_going: bool = False, checkpoint_every: float = CHECKPOINT_EVERY) -> tuple[dict, ck.Checkpoint]:
+    """What every task is told (plain data), and the checkpoint directory of this job."""
+    cfg = model.config
+    deadlock = check_deadlock and model.check_deadlock
+    identity = {"spec": model.name, "digest": config_digest(cfg), "check_deadlock": deadlock, "code": code_digest()}
+    # The default directory names the whole job, so a changed model gets a new one.
+    directory = Path(checkpoint or f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{ck.job_id(identity)}")
+    store = ck.Checkpoint(directory, identity)
+    job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "dir": str(store.dir),
+           "id": store.job, "identity": identity, "check_deadlock": deadlock, "max_depth": max_depth,
+           "keep_going": keep_going, "attempt": secrets.token_hex(4), "checkpoint_every": checkpoint_every,
+           "deadline": None}
+    return job, store
+
+
 def explore(model: Model, *, master: str | None = "local[*]", partitions: int | None = None,
             checkpoint: str | None = None, resume: bool = False, max_depth: int | None = None,
             time_limit: float | None = None, keep_going: bool = False, check_deadlock: bool = True,
@@ -661,19 +687,11 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     if checkpoint and checkpoint.startswith("file://"):
         checkpoint = checkpoint[len("file://"):]
     started = time.monotonic()
-    cfg = model.config
-    digest = config_digest(cfg)
-    deadlock = check_deadlock and model.check_deadlock
-    identity = {"spec": model.name, "digest": digest, "check_deadlock": deadlock, "code": code_digest()}
-    # The default directory names the whole job, so a changed model gets a new one.
-    directory = Path(checkpoint or f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{ck.job_id(identity)}")
-    store = ck.Checkpoint(directory, identity)
+    job, store = make_job(model, checkpoint, check_deadlock=check_deadlock, max_depth=max_depth, keep_going=keep_going,
+                          checkpoint_every=checkpoint_every)
+    directory = store.dir
     store.check_writable()
     saved = store.open(resume)
-    job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "dir": str(directory.resolve()),
-           "id": store.job, "identity": identity, "check_deadlock": deadlock, "max_depth": max_depth,
-           "keep_going": keep_going, "attempt": secrets.token_hex(4), "checkpoint_every": checkpoint_every,
-           "deadline": None}
     if saved is None:
         init, violations = first_level(model)
         tag = f"part-0-{job['attempt']}"
@@ -789,7 +807,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     "seconds_without_session_wait": round(elapsed - session.get("waited", 0.0), 3),
                     "spark_level_seconds": round(session.get("level_seconds", 0.0), 2),
                     "warm_up_seconds": round(session.get("warm_seconds", 0.0), 2),
-                    "task_seconds": totals.get("task_seconds"),
+                    "task_seconds": totals.get("task_seconds"), "task_expanded": totals.get("task_expanded"),
                     "states_per_second": round(totals["distinct"] / elapsed) if elapsed else None}
     result.record_coverage(model.rule_names, model.action_rule, totals["gen_by_action"], totals["new_by_action"])
     return result
