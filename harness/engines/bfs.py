@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import resource
 import time
+from operator import itemgetter
 from typing import Callable
 
 import numpy as np
@@ -103,6 +104,12 @@ def explore(
     did not: its `reads=` is incomplete, and the normal search would have skipped a violation."""
     # The builtin hash (no Python frame per state), or the hash of the spec's view; exact: the state or its view.
     key = ((lambda s: s) if model.view is None else model.view) if exact else model.fingerprint
+    # The keys of a batch of states, in C where it can be (no Python frame per state).
+    if exact:
+        keys_of = (lambda states: list(states)) if model.view is None else (lambda states: list(map(model.view, states)))
+    else:
+        keys_of = model.fingerprints
+    second = itemgetter(1)
     visited = ExactTable() if exact else FingerprintTable()
     cfg = model.config
     invariants = list(model.spec.invariants.items())
@@ -142,7 +149,7 @@ def explore(
         return not keep_going
 
     viewed = model.view is not None
-    tie_of = model.tie
+    tie_part = model.tie_part  # what `Model.tie` hashes
     # A level is a list of states, in the order found: the state at position i has number base + i.
     frontier: list = []
     stop = False
@@ -185,7 +192,7 @@ def explore(
             for s in parents:
                 successors += model.successors(s)
                 offsets.append(len(successors))
-            keys = [key(t) for _, t in successors]
+            keys = keys_of(map(second, successors))
             known, first = visited.classify(keys)
             parent_of = np.repeat(np.arange(frontier_base + at, frontier_base + at + len(parents)), np.diff(offsets))
             if viewed:  # the new states, and those found again in the level being built
@@ -215,9 +222,15 @@ def explore(
                         kept = known[j] if known[j] >= 0 else number_at.get(first[j])
                         if kept is not None:  # found again in the level being built: keep the representative
                             pos = kept - level_base
+                            part, kept_part = tie_part(t), tie_part(next_frontier[pos])
+                            # Equal parts, equal ties: the kept state stays. Most states found again in their
+                            # level are the kept one reached by another path, its part equal (often the same
+                            # objects), which compares faster than it hashes.
+                            if part == kept_part:
+                                continue
                             if level_tie[pos] is None:
-                                level_tie[pos] = tie_of(next_frontier[pos])  # the kept state's, once
-                            tie = tie_of(t)
+                                level_tie[pos] = hash(kept_part)  # the kept state's `Model.tie`, once
+                            tie = hash(part)
                             if tie < level_tie[pos]:  # `representative`, with the kept state's hash cached
                                 next_frontier[pos] = t
                                 if kept >= len(visited):
