@@ -369,8 +369,8 @@ def unlearned_offsets(cfg, s: State):
     end = len(s.con_metadata_log)
     if end > cfg.metadata_log_bound:
         raise RuntimeError(f"the metadata log holds {end} records: raise metadata_log_bound (now {cfg.metadata_log_bound})")
-    return [(b, offset) for b, log in enumerate(s.broker_metadata_log, 1) for offset in range(len(log) + 1, end + 1)
-            if partition_needs_action(s, b, offset)]
+    return [(b, offset) for b, log in enumerate(s.broker_metadata_log, 1) if len(log) < end
+            for offset in range(len(log) + 1, end + 1) if partition_needs_action(s, b, offset)]
 
 
 def fetching_from_leader(cfg, s: State):
