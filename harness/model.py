@@ -691,18 +691,17 @@ class Model:
                 self.action_rule.append(rule_index)
                 group.append((len(self.actions) - 1, rule.fn, combo))
             self._steps.extend(group)
+            # Rules of one to three parameters get their arguments unpacked here, so `successors` calls
+            # them with fixed arity (a star-call builds an argument tuple per call).
+            unpacked = [(index, fn, *args) for index, fn, args in group] if len(names) in (1, 2, 3) else group
             hint = None
             if rule.candidates is not None and use_candidates:
                 by_prefix: dict[tuple, list] = {}
-                for entry in group:
-                    for cut in range(len(entry[2]) + 1):
-                        by_prefix.setdefault(entry[2][:cut], []).append(entry)
+                for (_, _, args), entry in zip(group, unpacked):
+                    for cut in range(len(args) + 1):
+                        by_prefix.setdefault(args[:cut], []).append(entry)
                 hint = (rule.candidates, by_prefix)
-            # Rules of one to three parameters get their arguments unpacked here, so `successors` calls
-            # them with fixed arity (a star-call builds an argument tuple per call).
-            if len(names) in (1, 2, 3):
-                group = [(index, fn, *args) for index, fn, args in group]
-            self._groups.append((rule.precondition, len(names), group, hint))
+            self._groups.append((rule.precondition, len(names), unpacked, hint))
         self.action_index = {a: i for i, a in enumerate(self.actions)}
         self.fair_rules = [r.name for r in self.rules if r.fair]
         self.invariant_names = list(spec.invariants)
@@ -725,6 +724,9 @@ class Model:
             view = self.view
             self.fingerprint = lambda s: hash(view(s))  # shadows the class's builtin `hash`
         hidden = spec.hidden
+        # `tie(s) == hash(tie_part(s))`: equal parts have equal ties, so an engine that has a kept state's
+        # part at hand can compare parts (often the same objects) before hashing one.
+        self.tie_part = (lambda s: s) if hidden is None else hidden
         self.tie = hash if hidden is None else (lambda s: hash(hidden(s)))
 
     # -- the transition system --------------------------------------------------------------------
@@ -741,16 +743,17 @@ class Model:
         for pre, arity, group, hint in self._groups:
             if pre is not None and not pre(cfg, state):
                 continue
-            if hint is not None:
+            if hint is not None:  # the actions of the prefixes the hint names, in action-table order
                 candidates, by_prefix = hint
-                entries = [e for prefix in candidates(cfg, state) for e in by_prefix[prefix]]
-                if len(entries) > 1:
-                    entries.sort()  # action-table order (the first item, the action index, is unique)
-                for index, fn, args in entries:
-                    nxt = fn(cfg, state, *args)
-                    if nxt is not None:
-                        out.append((index, nxt))
-            elif arity == 1:
+                prefixes = candidates(cfg, state)
+                if not prefixes:
+                    continue
+                if len(prefixes) == 1:
+                    group = by_prefix[prefixes[0]]
+                else:
+                    group = [e for prefix in prefixes for e in by_prefix[prefix]]
+                    group.sort()  # the first item, the action index, is unique
+            if arity == 1:
                 for index, fn, a in group:
                     nxt = fn(cfg, state, a)
                     if nxt is not None:
@@ -820,6 +823,10 @@ class Model:
 
     # -- encodings --------------------------------------------------------------------------------
     fingerprint = staticmethod(hash)  # see fingerprint() above; of the view, if the spec has one
+
+    def fingerprints(self, states: Iterable[tuple]) -> list[int]:
+        """`fingerprint` of each state, in C (no Python frame per state): for a search's whole batch."""
+        return list(map(hash, states if self.view is None else map(self.view, states)))
 
     def identity(self, state: tuple) -> tuple:
         """What tells `state` apart from others: its view, or the whole state (exact searches, graph nodes)."""

@@ -64,8 +64,8 @@ def fast_replace(*classes: type) -> None:
 
         def _replace(self, _index=index, _new=new, **changes):
             values = list(self)
-            for name, value in changes.items():
-                values[_index[name]] = value
+            for name in changes:
+                values[_index[name]] = changes[name]
             return _new(type(self), values)
 
         cls._replace = _replace
