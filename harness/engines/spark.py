@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import operator
 import os
 import re
 import secrets
@@ -99,6 +100,9 @@ def _model(job: dict) -> Model:
     return m
 
 
+_first, _second = operator.itemgetter(0), operator.itemgetter(1)
+
+
 def _column(table: pa.Table, name: str, dtype) -> np.ndarray:
     return table.column(name).to_numpy().astype(dtype, copy=False) if table.num_rows else np.empty(0, dtype)
 
@@ -123,9 +127,14 @@ class LevelWorker:
         self.model = _model(job)
         self.visited = FingerprintTable()
         self.frontier: list[tuple[int, tuple]] = []  # (fingerprint, state) of the depth being expanded
-        self._candidates: list = []  # (tie, parent fp, action, state, parent state), in order found
-        self._fps = np.empty(0, np.int64)
-        self._sent: list[np.ndarray] = []  # per owner: positions in _candidates of the rows sent to it
+        # The level being expanded: every successor found, the position of its parent in the frontier held,
+        # and the candidates (per fingerprint, the first successor with the smallest (tie, parent, action)).
+        self._found: list = []
+        self._parent_of = np.empty(0, np.int64)
+        self._held: list = []
+        self._best = np.empty(0, np.int64)  # positions in _found of the candidates, in order found
+        self._fps = np.empty(0, np.int64)  # their fingerprints
+        self._sent: list[np.ndarray] = []  # per owner: positions in _best of the rows sent to it
         self._inbox: dict = {}  # one task: the exchange without files
         self.seconds = dict.fromkeys(("expand", "decide", "collect", "save", "wait"), 0.0)  # this task's, waits included
         self.saved: list[int] = []  # committed levels whose frontier files are not yet dropped
@@ -218,41 +227,44 @@ class LevelWorker:
     # -- the three steps ------------------------------------------------------------------------------
     def expand(self, level: int) -> dict:
         model = self.model
-        fingerprint, tie_of, successors = model.fingerprint, model.tie, model.successors
-        viewed = model.view is not None
+        successors, quiescent = model.successors, model.quiescent
         check_deadlock = model.check_deadlock
-        gen_by_action = [0] * len(model.actions)
-        found: dict[int, list] = {}
         deadlocks: dict[str, int] = {}
-        generated = 0
+        found: list = []  # (action, state) of every successor, parent by parent
+        counts = []
         for fp, s in self.frontier:
             succ = successors(s)
-            if not succ and check_deadlock and not model.quiescent(s):
-                deadlocks["Deadlock"] = min(fp, deadlocks.get("Deadlock", fp))
-            generated += len(succ)
-            for index, t in succ:
-                gen_by_action[index] += 1
-                tf = fingerprint(t)
-                tie = tie_of(t) if viewed else 0
-                known = found.get(tf)
-                if known is None or (tie, fp, index) < known[:3]:
-                    found[tf] = (tie, fp, index, t, s)
+            if not succ and check_deadlock and not quiescent(s) and fp < deadlocks.get("Deadlock", fp + 1):
+                deadlocks["Deadlock"] = fp
+            found += succ
+            counts.append(len(succ))
+        # Per fingerprint, the smallest (tie, parent, action): one sort of the level, no Python per successor.
+        n = len(found)
+        states = list(map(_second, found))
+        fps = np.array(model.fingerprints(states), np.int64)
+        ties = (np.fromiter(map(hash, map(model.tie_part, states)), np.int64, n) if model.view is not None
+                else np.zeros(n, np.int64))
+        by_parent = np.repeat(np.arange(len(self.frontier)), counts)
+        parents = np.array([fp for fp, _ in self.frontier], np.int64)[by_parent] if n else np.empty(0, np.int64)
+        actions = np.fromiter(map(_first, found), np.int32, n)
+        order = np.lexsort((actions, parents, ties, fps))
+        first = np.ones(n, bool)
+        first[1:] = fps[order][1:] != fps[order][:-1]
+        best = np.sort(order[first])  # in the order found
+        self._found, self._parent_of, self._held = states, by_parent, self.frontier
+        self._fps, self._best = fps[best], best
         self.expanded += len(self.frontier)
         self.frontier = []
-        self._candidates = list(found.values())
-        n = len(found)
-        self._fps = np.fromiter(found, np.int64, n)
-        ties = np.fromiter((c[0] for c in self._candidates), np.int64, n)
-        parents = np.fromiter((c[1] for c in self._candidates), np.int64, n)
-        actions = np.fromiter((c[2] for c in self._candidates), np.int32, n)
         to = owners(self._fps, self.tasks)
         self._sent = []
         for o in range(self.tasks):
             rows = np.flatnonzero(to == o)
             self._sent.append(rows)
-            self._write("exchange", level, f"from-{self.task}-to-{o}",
-                        pa.table({"fp": self._fps[rows], "tie": ties[rows], "parent": parents[rows], "action": actions[rows]}))
-        return {"generated": generated, "gen_by_action": gen_by_action, "deadlocks": deadlocks}
+            chosen = best[rows]
+            self._write("exchange", level, f"from-{self.task}-to-{o}", pa.table(
+                {"fp": fps[chosen], "tie": ties[chosen], "parent": parents[chosen], "action": actions[chosen]}))
+        return {"generated": n, "gen_by_action": np.bincount(actions, minlength=len(model.actions)).tolist(),
+                "deadlocks": deadlocks}
 
     def decide(self, level: int) -> dict:
         self._await("exchange", level, [f"from-{s}-to-{self.task}" for s in range(self.tasks)])
@@ -283,10 +295,10 @@ class LevelWorker:
         won = np.sort(np.concatenate([self._sent[o][_column(self._read("winners", level, f"from-{o}-to-{self.task}"),
                                                                "position", np.int64)] for o in range(self.tasks)]))
         violations: dict[str, int] = {}
-        candidates, fps = self._candidates, self._fps[won].tolist()
+        states, parent_of, held = self._found, self._parent_of, self._held
         frontier = []
-        for i, fp in zip(won.tolist(), fps):
-            t, s = candidates[i][3:]
+        for i, fp in zip(self._best[won].tolist(), self._fps[won].tolist()):
+            t, s = states[i], held[parent_of[i]][1]
             frontier.append((fp, t))
             for name, inv in always:
                 if not inv(cfg, t) and fp < violations.get(name, fp + 1):
@@ -298,7 +310,7 @@ class LevelWorker:
                             if not inv(cfg, t) and fp < violations.get(name, fp + 1):
                                 violations[name] = fp
                         break
-        self._candidates, self._fps = [], np.empty(0, np.int64)
+        self._found, self._held, self._fps = [], [], np.empty(0, np.int64)
         self.frontier = frontier
         return {"violations": violations, "held": len(frontier)}
 
