@@ -136,7 +136,7 @@ class LevelWorker:
         self._fps = np.empty(0, np.int64)  # their fingerprints
         self._sent: list[np.ndarray] = []  # per owner: positions in _best of the rows sent to it
         self._inbox: dict = {}  # one task: the exchange without files
-        self.seconds = dict.fromkeys(("expand", "decide", "collect", "save", "wait"), 0.0)  # this task's, waits included
+        self.seconds = dict.fromkeys(("load", "expand", "decide", "collect", "save", "wait"), 0.0)  # this task's, waits included
         self.saved: list[int] = []  # committed levels whose frontier files are not yet dropped
         self.expanded = 0  # states this task has expanded
         self.last_save = time.monotonic()
@@ -186,6 +186,7 @@ class LevelWorker:
         """Resume at a committed level: the visited fingerprints this task owns (from every depth's parents)
         and the committed frontier's states it owns (whatever task count wrote them)."""
         d, job = self.job["dir"], self.job["id"]
+        since = time.perf_counter()
         self.saved = [level]
         for k in range(level + 1):
             for name in ck.names(d, "parents", k):
@@ -200,6 +201,7 @@ class LevelWorker:
             mine = np.flatnonzero(owners(fps, self.tasks) == self.task)
             blobs = table.column("state").take(pa.array(mine, pa.int64())).to_pylist()
             self.frontier += zip(fps[mine].tolist(), map(decode, blobs))
+        self.seconds["load"] += time.perf_counter() - since
 
     def drop(self, level: int) -> None:
         """Remove what this task wrote for `level`, and frontiers older than the last committed one: every
