@@ -528,6 +528,9 @@ def check_master(master: str) -> None:
         raise BadInput(f"unknown Spark master URL {master!r} (local, local[N], local[*], spark://host:port, yarn, k8s://...)")
 
 
+_SESSION_LOCK = threading.Lock()
+
+
 def start_session(master: str | None, log_file: Path):
     """A SparkContext whose JVM writes its own output (log4j, executor stack traces) to `log_file`,
     so that the terminal gets the harness's one-line messages only."""
@@ -549,22 +552,25 @@ def start_session(master: str | None, log_file: Path):
     # The driver re-runs a failed job itself, from the last commit and with the slots left (`_spark_jobs`);
     # Spark's own retry of the stage would re-run it from where it began.
     conf.set("spark.stage.maxConsecutiveAttempts", "1")
-    active = SparkContext._active_spark_context  # one per process: a later search reuses it
-    if active is not None:
-        return active
-    gateway = None
-    if "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None:  # else the JVM is running
-        # The driver's JVM schedules one job and follows it: the C1 compiler alone and the serial collector
-        # halve the CPU its start takes (5.9 -> 2.9 s on 2 cores, docs/PERFORMANCE.md), which the driver's own
-        # levels share meanwhile. Executors on a cluster keep their defaults.
-        conf.set("spark.driver.extraJavaOptions", JVM_OPTIONS)
-        with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
-            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
-    sc = SparkContext(conf=conf, gateway=gateway)
-    sc.setLogLevel("ERROR")
-    if not sc.master.startswith("local"):
-        _ship_code(sc)
-    return sc
+    # One per process, which a later search reuses; the lock keeps a search from taking the context another
+    # search's background start has registered but not yet built.
+    with _SESSION_LOCK:
+        active = SparkContext._active_spark_context
+        if active is not None:
+            return active
+        gateway = None
+        if "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None:  # else the JVM is running
+            # The driver's JVM schedules one job and follows it: the C1 compiler alone and the serial collector
+            # halve the CPU its start takes (5.9 -> 2.9 s on 2 cores, docs/PERFORMANCE.md), which the driver's
+            # own levels share meanwhile. Executors on a cluster keep their defaults.
+            conf.set("spark.driver.extraJavaOptions", JVM_OPTIONS)
+            with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
+                gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        sc = SparkContext(conf=conf, gateway=gateway)
+        sc.setLogLevel("ERROR")
+        if not sc.master.startswith("local"):
+            _ship_code(sc)
+        return sc
 
 
 def stop_session(sc, seconds: float = 1.0) -> None:
