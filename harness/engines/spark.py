@@ -349,7 +349,7 @@ class LevelWorker:
 
 def warm_up(sc, job: dict, slots: int) -> None:
     """Start the Python workers the job will use and build the model in each (a reused worker keeps it),
-    while the driver still runs levels."""
+    while the driver still runs levels. On a cluster the probe has started them; this builds the model."""
     sc.parallelize(range(slots), slots).mapPartitions(lambda _: [_model(job).name]).collect()
 
 
@@ -734,15 +734,23 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     session: dict = {}
     log_file = directory / ck.LOG
 
+    deadline = None if time_limit is None else started + time_limit
+
     def boot():
+        """In the background while the driver runs levels: the session, then (on a cluster) a first executor
+        and the probe task, then the Python workers warmed with the model."""
         t = time.monotonic()
         try:
             sc = session["spark"] = (session_factory or start_session)(master, log_file)
             session["start_seconds"] = time.monotonic() - t
             session["ui"] = getattr(sc, "uiWebUrl", None)  # shown with the progress
-            if sc.master.startswith("local"):  # a cluster's executors may be long in coming: not waited for here
-                warm_up(sc, job, _slots(sc))
-                session["warm_seconds"] = time.monotonic() - t - session["start_seconds"]
+            if not wait_for_executors(sc, executor_wait, deadline):
+                session["no_executor_by_time_limit"] = True
+                return
+            probe_executors(sc, directory)
+            t = time.monotonic()
+            warm_up(sc, job, _slots(sc))
+            session["warm_seconds"] = time.monotonic() - t
         except Exception as exc:  # reported when Spark is first needed
             session["error"] = exc
 
@@ -790,18 +798,19 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     stopped_by = False
             if stopped_by is False:
                 t_wait = time.monotonic()
-                booter.join()
+                booter.join(None if deadline is None else max(deadline - t_wait, 0.0))
                 session["waited"] = time.monotonic() - t_wait
-                if "error" in session:
-                    first = (str(session["error"]).strip().splitlines() or [type(session["error"]).__name__])[0]
+                error = session.get("error")
+                if isinstance(error, BadInput):  # no executor in time, or executors that fail the probe
+                    raise error
+                if error is not None:
+                    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
                     raise BadInput(f"cannot start Spark ({master or 'from spark-submit'}): {first[:160]} "
                                    f"(Spark's output: {log_file})")
-                sc = session["spark"]
-                deadline = None if time_limit is None else started + time_limit
-                if not wait_for_executors(sc, executor_wait, deadline):
+                if booter.is_alive() or session.get("no_executor_by_time_limit"):
                     stopped_by = "time-limit"
                 else:
-                    probe_executors(sc, directory)
+                    sc = session["spark"]
                     tasks = min(partitions or 1 << 30, max(_slots(sc), 1))
                     job["deadline"] = None if deadline is None else time.time() + (deadline - time.monotonic())
                     t_jobs = time.monotonic()
