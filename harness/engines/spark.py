@@ -552,6 +552,9 @@ def start_session(master: str | None, log_file: Path):
     # The driver re-runs a failed job itself, from the last commit and with the slots left (`_spark_jobs`);
     # Spark's own retry of the stage would re-run it from where it began.
     conf.set("spark.stage.maxConsecutiveAttempts", "1")
+    # Executors' JVMs only start Python workers and pass small messages: C1 and the serial collector halve
+    # the CPU their start takes, which the driver's levels share on a small cluster.
+    conf.setIfMissing("spark.executor.extraJavaOptions", JVM_OPTIONS)
     # One per process, which a later search reuses; the lock keeps a search from taking the context another
     # search's background start has registered but not yet built.
     with _SESSION_LOCK:
@@ -626,9 +629,10 @@ def wait_for_executors(sc, wait: float, deadline: float | None) -> bool:
     return True
 
 
-def probe_executors(sc, checkpoint: Path) -> None:
+def probe_executors(sc, checkpoint: Path, job: dict | None = None) -> None:
     """One small task per executor slot: each reports its host, its Python, the modules it cannot import
-    and whether it can write the checkpoint directory. BadInput (exit 2) naming what is missing where."""
+    and whether it can write the checkpoint directory. BadInput (exit 2) naming what is missing where. With
+    `job`, a worker that has everything also builds the job's model (the warm-up, in the same task)."""
     if sc.master.startswith("local"):
         return
     directory, modules = str(checkpoint), NEEDED_MODULES
@@ -647,6 +651,9 @@ def probe_executors(sc, checkpoint: Path) -> None:
             if not found:
                 missing.append(name)
         writable = os_.path.isdir(directory) and os_.access(directory, os_.W_OK | os_.X_OK)
+        if not missing and job is not None:  # warm this Python worker for the job: the model built once
+            from harness.engines.spark import _model
+            _model(job)
         return [(socket.gethostname(), sys_.executable, tuple(missing), writable)]
 
     slots = max(sc.defaultParallelism, 1)
@@ -747,9 +754,11 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
             if not wait_for_executors(sc, executor_wait, deadline):
                 session["no_executor_by_time_limit"] = True
                 return
-            probe_executors(sc, directory)
             t = time.monotonic()
-            warm_up(sc, job, _slots(sc))
+            if sc.master.startswith("local"):
+                warm_up(sc, job, _slots(sc))
+            else:
+                probe_executors(sc, directory, job)  # which warms the workers it runs on
             session["warm_seconds"] = time.monotonic() - t
         except Exception as exc:  # reported when Spark is first needed
             session["error"] = exc
