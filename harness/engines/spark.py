@@ -103,6 +103,20 @@ def _model(job: dict) -> Model:
 _first, _second = operator.itemgetter(0), operator.itemgetter(1)
 
 
+def states_table(model: Model, held: list[tuple[int, tuple]]) -> pa.Table:
+    """(fingerprint, state) pairs as a table of fingerprints and MessagePack states (frontiers, transfers)."""
+    return pa.table({"fp": pa.array([fp for fp, _ in held], pa.int64()),
+                     "state": pa.array([model.encode(t) for _, t in held], pa.binary())}, schema=_FRONTIER_SCHEMA)
+
+
+def states_of(model: Model, table: pa.Table, rows: np.ndarray | None = None) -> list[tuple[int, tuple]]:
+    """`states_table` read back: the (fingerprint, state) pairs of `rows` (all if None), decoded."""
+    fps, blobs = _column(table, "fp", np.int64), table.column("state")
+    if rows is not None:
+        fps, blobs = fps[rows], blobs.take(pa.array(rows, pa.int64()))
+    return list(zip(fps.tolist(), map(model.decode_trusted, blobs.to_pylist())))
+
+
 def _column(table: pa.Table, name: str, dtype) -> np.ndarray:
     return table.column(name).to_numpy().astype(dtype, copy=False) if table.num_rows else np.empty(0, dtype)
 
@@ -193,14 +207,11 @@ class LevelWorker:
                 fps = _column(ck.read_table(d, job, "parents", k, name), "fp", np.int64)
                 mine = fps[owners(fps, self.tasks) == self.task]
                 self.visited.add(mine, np.zeros(len(mine), np.int32))
-        decode = self.model.decode_trusted
         self.frontier = []
         for name in ck.names(d, "frontier", level):
             table = ck.read_table(d, job, "frontier", level, name)
-            fps = _column(table, "fp", np.int64)
-            mine = np.flatnonzero(owners(fps, self.tasks) == self.task)
-            blobs = table.column("state").take(pa.array(mine, pa.int64())).to_pylist()
-            self.frontier += zip(fps[mine].tolist(), map(decode, blobs))
+            mine = np.flatnonzero(owners(_column(table, "fp", np.int64), self.tasks) == self.task)
+            self.frontier += states_of(self.model, table, mine)
         self.seconds["load"] += time.perf_counter() - since
 
     def drop(self, level: int) -> None:
@@ -219,10 +230,7 @@ class LevelWorker:
 
     def save(self, level: int) -> None:
         """Write the frontier this task holds (depth `level`) for a commit."""
-        encode = self.model.encode
-        self._write("frontier", level, f"part-{self.task}", pa.table(
-            {"fp": pa.array([fp for fp, _ in self.frontier], pa.int64()),
-             "state": pa.array([encode(t) for _, t in self.frontier], pa.binary())}, schema=_FRONTIER_SCHEMA))
+        self._write("frontier", level, f"part-{self.task}", states_table(self.model, self.frontier))
         self.saved.append(level)
         self.last_save = time.monotonic()
 
@@ -297,10 +305,10 @@ class LevelWorker:
         won = np.sort(np.concatenate([self._sent[o][_column(self._read("winners", level, f"from-{o}-to-{self.task}"),
                                                                "position", np.int64)] for o in range(self.tasks)]))
         violations: dict[str, int] = {}
-        states, parent_of, held = self._found, self._parent_of, self._held
+        states, held, rows = self._found, self._held, self._best[won]
         frontier = []
-        for i, fp in zip(self._best[won].tolist(), self._fps[won].tolist()):
-            t, s = states[i], held[parent_of[i]][1]
+        for i, fp, p in zip(rows.tolist(), self._fps[won].tolist(), self._parent_of[rows].tolist()):
+            t, s = states[i], held[p][1]
             frontier.append((fp, t))
             for name, inv in always:
                 if not inv(cfg, t) and fp < violations.get(name, fp + 1):
@@ -333,18 +341,14 @@ class LevelWorker:
             give[0][1] -= n
             take[0][1] -= n
             give, take = [g for g in give if g[1]], [t for t in take if t[1]]
-        encode, decode = self.model.encode, self.model.decode_trusted
         for src, dst, n in moves:
             if src == self.task:
                 sent, self.frontier = self.frontier[-n:], self.frontier[:-n]
-                self._write("transfer", level, f"from-{src}-to-{dst}", pa.table(
-                    {"fp": pa.array([fp for fp, _ in sent], pa.int64()),
-                     "state": pa.array([encode(t) for _, t in sent], pa.binary())}, schema=_FRONTIER_SCHEMA))
+                self._write("transfer", level, f"from-{src}-to-{dst}", states_table(self.model, sent))
         incoming = [f"from-{src}-to-{dst}" for src, dst, _ in moves if dst == self.task]
         self._await("transfer", level, incoming)
         for name in incoming:
-            table = self._read("transfer", level, name)
-            self.frontier += zip(_column(table, "fp", np.int64).tolist(), map(decode, table.column("state").to_pylist()))
+            self.frontier += states_of(self.model, self._read("transfer", level, name))
 
 
 def warm_up(sc, job: dict, slots: int) -> None:
@@ -725,9 +729,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         ck.write_table(job["dir"], store.job, "parents", 0, tag, pa.table(
             {"fp": pa.array([fp for fp, _ in init], pa.int64()), "parent": pa.array([0] * len(init), pa.int64()),
              "action": pa.array([INIT_ACTION] * len(init), pa.int32())}, schema=_PARENT_SCHEMA))
-        ck.write_table(job["dir"], store.job, "frontier", 0, tag, pa.table(
-            {"fp": pa.array([fp for fp, _ in init], pa.int64()),
-             "state": pa.array([model.encode(s) for _, s in init], pa.binary())}, schema=_FRONTIER_SCHEMA))
+        ck.write_table(job["dir"], store.job, "frontier", 0, tag, states_table(model, init))
         level, totals = 0, {"distinct": len(init), "generated": len(init), "frontier": len(init),
                             "states_per_depth": [len(init)] if init else [], "gen_by_action": [0] * len(model.actions),
                             "new_by_action": [0] * len(model.actions),
