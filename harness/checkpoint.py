@@ -1,6 +1,7 @@
 """A checkpoint directory that can neither delete a user's files nor resume from damaged data.
 
-Layout of a checkpoint directory DIR (level k = the BFS depth whose states are being expanded; T tasks):
+DIR is a local path (or a mount the driver and every executor share) or a folder on S3, GCS or HDFS
+(harness/store.py: files appear whole or not at all on each). Its layout (level k = the BFS depth whose states are being expanded; T tasks):
 
     DIR/checkpoint.json                 the marker: this directory belongs to the harness, and to which job
     DIR/state.json                      the manifest of the last completed level (the commit point)
@@ -10,7 +11,7 @@ Layout of a checkpoint directory DIR (level k = the BFS depth whose states are b
     DIR/winners/k/from-t-to-s-A.arrow   which of them were new (positions in s's file)
     DIR/transfer/k/from-s-to-t-A.arrow  frontier states task s hands task t after level k, to even out the work
     DIR/reports/k/part-t-A.json         task t's counts of level k, which every task reads
-    DIR/spark.log                       the JVM's and Spark's own output
+    DIR/spark.log                       the JVM's and Spark's own output (a local DIR only; else a local temp folder)
     DIR/progress.json                   the level a Spark job has reached and its totals (not a commit)
 
 The committed files are the parents of every depth up to k and the frontier of depth k: neither depends
@@ -36,15 +37,13 @@ import hashlib
 import json
 import os
 import re
-import shutil
-from pathlib import Path
 from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.errors import BadInput
-from harness.files import check_writable_dir, write_atomic
+from harness.store import Store
 
 FORMAT = "kraft-harness-spark-checkpoint/4"  # 4: parts per task, any task count on resume
 MARKER = "checkpoint.json"
@@ -56,7 +55,9 @@ KINDS = {"frontier": "parquet", "parents": "parquet", "exchange": "arrow", "winn
 TRANSIENT = ("exchange", "winners", "transfer", "reports")  # never committed: written and read within one level
 _DATA_FILE = re.compile(r"(frontier|parents)/(\d+)/part-\d+-[0-9a-f]{8}\.parquet"
                         r"|(exchange|winners|transfer)/\d+/from-\d+-to-\d+-[0-9a-f]{8}\.arrow|(reports)/\d+/part-\d+-[0-9a-f]{8}\.json")
-_TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|progress\.json|(?:part|from)-[-\dtoa-f]+\.(?:parquet|arrow|json))\.tmp\d+")  # write_atomic's
+# Store.write's temporary names, and the executors' probe of a writable DIR
+_TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|progress\.json|probe-[0-9a-f]{8}\.json"
+                        r"|(?:part|from)-[-\dtoa-f]+\.(?:parquet|arrow|json))\.tmp\d+")
 
 
 class CheckpointRefused(BadInput):
@@ -68,16 +69,17 @@ def job_id(identity: dict) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def path(directory: str | Path, kind: str, level: int, name: str | None = None) -> Path:
-    """The file `name` (part-t, from-s-to-t) of `kind` at `level`, or the level's folder."""
-    base = Path(directory) / kind / str(level)
-    return base if name is None else base / f"{name}.{KINDS[kind]}"
+def path(kind: str, level: int, name: str | None = None) -> str:
+    """The file `name` (part-t, from-s-to-t) of `kind` at `level`, or the level's folder, relative to DIR."""
+    base = f"{kind}/{level}"
+    return base if name is None else f"{base}/{name}.{KINDS[kind]}"
 
 
-def names(directory: str | Path, kind: str, level: int) -> list[str]:
+def names(store: Store, kind: str, level: int) -> list[str]:
     """The files of `kind` present at `level`, by name, sorted by task (whatever the task count that wrote them)."""
-    folder = path(directory, kind, level)
-    found = [f.name[:-len(KINDS[kind]) - 1] for f in folder.glob(f"*.{KINDS[kind]}")] if folder.is_dir() else []
+    suffix = f".{KINDS[kind]}"
+    found = [f.rsplit("/", 1)[1][:-len(suffix)] for f in store.files(path(kind, level), recursive=False)
+             if f.endswith(suffix)]
     return sorted(found, key=lambda n: [int(x) for x in re.findall(r"\d+", n)])
 
 
@@ -88,29 +90,27 @@ def _tag(job: str, kind: str, level: int, name: str) -> dict:
 # ------------------------------------------------------------------------------ tagged data files
 
 
-def write_table(directory: str, job: str, kind: str, level: int, name: str, table: pa.Table) -> None:
+def write_table(store: Store, job: str, kind: str, level: int, name: str, table: pa.Table) -> None:
     """Parquet for what a resume reads; Arrow IPC (no encoding step) for what lives one level."""
     tag = json.dumps(_tag(job, kind, level, name)).encode()
     table = table.replace_schema_metadata({_TAG: tag})
     if KINDS[kind] == "parquet":
-        write_atomic(path(directory, kind, level, name), lambda p: pq.write_table(table, p))
+        store.write(path(kind, level, name), lambda sink: pq.write_table(table, sink))
     else:
-        def write(p: Path) -> None:
-            with pa.OSFile(str(p), "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
+        def write(sink) -> None:
+            with pa.ipc.new_file(sink, table.schema) as out:
                 out.write_table(table)
-        write_atomic(path(directory, kind, level, name), write)
+        store.write(path(kind, level, name), write)
 
 
-def read_table(directory: str, job: str, kind: str, level: int, name: str) -> pa.Table:
+def read_table(store: Store, job: str, kind: str, level: int, name: str) -> pa.Table:
     """A data file, checked to be the one its name says (job, kind, level, part): a task's file copied
     over another's, or one left by another job, is refused rather than read."""
-    src = path(directory, kind, level, name)
+    rel = path(kind, level, name)
+    src = store.where(rel)
     try:
-        if KINDS[kind] == "parquet":
-            table = pq.read_table(src)
-        else:
-            with pa.memory_map(str(src)) as source:
-                table = pa.ipc.open_file(source).read_all()
+        with store.open(rel) as source:
+            table = pq.read_table(source) if KINDS[kind] == "parquet" else pa.ipc.open_file(source).read_all()
     except FileNotFoundError:
         raise CheckpointRefused(f"corrupt checkpoint: {src} is missing") from None
     except (OSError, pa.ArrowInvalid) as exc:
@@ -125,14 +125,6 @@ def read_table(directory: str, job: str, kind: str, level: int, name: str) -> pa
     return table
 
 
-def _sha256(file: Path) -> str:
-    h = hashlib.sha256()
-    with open(file, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _body_digest(body: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
@@ -144,40 +136,35 @@ class Checkpoint:
     """One job's checkpoint directory. `open` decides whether it may be used; `commit` records a
     completed level; `files_of(level)` names what a resume at that level needs."""
 
-    def __init__(self, directory: str | Path, identity: dict) -> None:
-        self.dir = Path(directory).resolve()  # files are named relative to it, whatever the working directory
+    def __init__(self, store: Store, identity: dict) -> None:
+        self.store = store
         self.identity = dict(identity, format=FORMAT)
         self.job = job_id(self.identity)
         self.hashes: dict[str, list] = {}  # relative path -> [size, sha256] of the committed files
 
-    # -- what is in the directory ----------------------------------------------------------------
-    def _entries(self) -> list[str]:
-        """Every file under DIR, relative, sorted (directories are implied by their files)."""
-        out = []
-        for root, dirs, files in os.walk(self.dir):
-            dirs.sort()
-            rel = Path(root).relative_to(self.dir)
-            out += [str(rel / f) if str(rel) != "." else f for f in sorted(files)]
-        return out
+    @property
+    def where(self) -> str:
+        return self.store.where()
 
+    # -- what is in the directory ----------------------------------------------------------------
     def _foreign(self) -> str | None:
         """The first file under a marked DIR that the harness would not have written."""
-        for entry in self._entries():
+        for entry in self.store.files():
             if not (entry in (MARKER, MANIFEST, LOG, PROGRESS) or _DATA_FILE.fullmatch(entry)
                     or _TEMP_FILE.fullmatch(os.path.basename(entry))):
                 return entry
         return None
 
     def _read_marker(self) -> dict | None:
-        marker = self.dir / MARKER
-        if not marker.is_file():
+        if not self.store.exists(MARKER):
             return None
+        marker = self.store.where(MARKER)
         try:
-            data = json.loads(marker.read_text())
+            data = json.loads(self.store.read_text(MARKER))
         except (OSError, ValueError):
-            raise CheckpointRefused(f"{marker} is damaged: not the harness's checkpoint marker; refusing to use {self.dir}") from None
+            raise CheckpointRefused(f"{marker} is damaged: not the harness's checkpoint marker; refusing to use {self.where}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("identity"), dict):
-            raise CheckpointRefused(f"{self.dir} holds a checkpoint of another harness version or tool; refusing to use it")
+            raise CheckpointRefused(f"{self.where} holds a checkpoint of another harness version or tool; refusing to use it")
         return data["identity"]
 
     def _describe(self, identity: dict) -> str:
@@ -187,67 +174,70 @@ class Checkpoint:
     def open(self, resume: bool) -> dict | None:
         """Make DIR usable for this job: the saved progress when resuming, None for a fresh start.
         Refuses (BadInput) whenever that would touch data the harness does not own or trust."""
-        if self.dir.exists() and not self.dir.is_dir():
-            raise CheckpointRefused(f"checkpoint path {self.dir} is not a directory")
-        marker = self._read_marker() if self.dir.is_dir() else None
+        try:
+            return self._open(resume)
+        except OSError as exc:  # a filesystem that stopped answering, a permission taken away
+            raise BadInput(f"cannot use the checkpoint {self.where}: {getattr(exc, 'strerror', None) or exc}") from None
+
+    def _open(self, resume: bool) -> dict | None:
+        store = self.store
+        kind = store.kind()
+        if kind == "file":
+            raise CheckpointRefused(f"checkpoint path {self.where} is not a directory")
+        marker = self._read_marker() if kind == "dir" else None
         if resume:
             if marker is None:
-                raise CheckpointRefused(f"--resume: there is no checkpoint in {self.dir} (drop --resume to start afresh)")
+                raise CheckpointRefused(f"--resume: there is no checkpoint in {self.where} (drop --resume to start afresh)")
             if marker != self.identity:
-                raise CheckpointRefused(f"--resume: {self.dir} is the checkpoint of another job ({self._describe(marker)}); "
+                raise CheckpointRefused(f"--resume: {self.where} is the checkpoint of another job ({self._describe(marker)}); "
                                f"this run is {self._describe(self.identity)}")
             return self._verify()
         if marker is None:
-            if self.dir.is_dir() and any(self.dir.iterdir()):
-                raise CheckpointRefused(f"{self.dir} is not empty and is not a checkpoint of the harness; refusing to "
+            if kind == "dir" and not store.empty():
+                raise CheckpointRefused(f"{self.where} is not empty and is not a checkpoint of the harness; refusing to "
                                "write there (choose an empty or new directory)")
         elif marker != self.identity:
-            raise CheckpointRefused(f"{self.dir} holds the checkpoint of another job ({self._describe(marker)}); refusing "
+            raise CheckpointRefused(f"{self.where} holds the checkpoint of another job ({self._describe(marker)}); refusing "
                            "to clear it (resume that job, or choose another directory)")
         else:
             foreign = self._foreign()
             if foreign is not None:
-                raise CheckpointRefused(f"{self.dir} holds {foreign}, which the harness did not write; refusing to clear it")
+                raise CheckpointRefused(f"{self.where} holds {foreign}, which the harness did not write; refusing to clear it")
             for entry in (MANIFEST, LOG, PROGRESS, *KINDS):
-                target = self.dir / entry
-                if target.is_dir():
-                    shutil.rmtree(target)
-                elif target.exists():
-                    target.unlink()
-            for entry in self._entries():
+                store.delete(entry)
+            for entry in store.files():
                 if entry != MARKER:  # temporary files of an interrupted write
-                    (self.dir / entry).unlink()
+                    store.delete(entry)
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.dir / MARKER, lambda p: p.write_text(json.dumps(
-                {"format": FORMAT, "identity": self.identity}, indent=1, sort_keys=True)))
+            store.make()
+            store.write_text(MARKER, json.dumps({"format": FORMAT, "identity": self.identity}, indent=1, sort_keys=True))
         except OSError as exc:
-            raise BadInput(f"cannot write the checkpoint in {self.dir}: {exc.strerror or exc}") from None
+            raise BadInput(f"cannot write the checkpoint in {self.where}: {getattr(exc, 'strerror', None) or exc}") from None
         return None
 
     def check_writable(self) -> None:
         """Fail before any search if DIR cannot be created or written."""
-        check_writable_dir(self.dir, "--checkpoint")
+        self.store.check_writable("--checkpoint")
 
     # -- the manifest -------------------------------------------------------------------------------
-    def commit(self, level: int, totals: dict, new_files: list[Path], keep: Callable[[str], bool]) -> None:
-        """Record that every level before `level` is complete: hash the files the level wrote, keep
-        the hashes of older files a resume still needs (`keep`), write state.json atomically."""
+    def commit(self, level: int, totals: dict, new_files: list[str], keep: Callable[[str], bool]) -> None:
+        """Record that every level before `level` is complete: hash the files the level wrote (paths
+        relative to DIR), keep the hashes of older files a resume still needs (`keep`), write state.json whole."""
         hashes = {rel: h for rel, h in self.hashes.items() if keep(rel)}
-        for f in new_files:
-            hashes[str(f.relative_to(self.dir))] = [f.stat().st_size, _sha256(f)]
+        for rel in new_files:
+            hashes[rel] = [self.store.size(rel), self.store.sha256(rel)]
         body = {"identity": self.identity, "level": level, "totals": totals, "files": dict(sorted(hashes.items()))}
         doc = {"format": FORMAT, "body": body, "sha256": _body_digest(body)}
-        write_atomic(self.dir / MANIFEST, lambda p: p.write_text(json.dumps(doc, indent=1)))
+        self.store.write_text(MANIFEST, json.dumps(doc, indent=1))
         self.hashes = body["files"]
 
     def _manifest(self) -> dict:
         """The body of state.json, checked against its own checksum and this job's identity."""
-        manifest = self.dir / MANIFEST
-        if not manifest.exists():
-            raise CheckpointRefused(f"--resume: {self.dir} has no completed level to resume from (drop --resume)")
+        manifest = self.store.where(MANIFEST)
+        if not self.store.exists(MANIFEST):
+            raise CheckpointRefused(f"--resume: {self.where} has no completed level to resume from (drop --resume)")
         try:
-            doc = json.loads(manifest.read_text())
+            doc = json.loads(self.store.read_text(MANIFEST))
         except (OSError, ValueError) as exc:
             raise CheckpointRefused(f"corrupt checkpoint: {manifest}: {exc}") from None
         body = doc.get("body") if isinstance(doc, dict) else None
@@ -266,23 +256,25 @@ class Checkpoint:
 
     def _verify(self) -> dict:
         """Read state.json and check every file it lists; refuse on any difference."""
+        store = self.store
         body = self._manifest()
         level, files = body["level"], body["files"]
         for rel, (size, digest) in files.items():
-            f = self.dir / rel
-            if not f.is_file():
+            f = store.where(rel)
+            if not store.exists(rel):
                 raise CheckpointRefused(f"corrupt checkpoint: {f} is missing")
-            if f.stat().st_size != size:
-                raise CheckpointRefused(f"corrupt checkpoint: {f} has {f.stat().st_size} bytes, {size} were written")
-            if _sha256(f) != digest:
+            if store.size(rel) != size:
+                raise CheckpointRefused(f"corrupt checkpoint: {f} has {store.size(rel)} bytes, {size} were written")
+            if store.sha256(rel) != digest:
                 raise CheckpointRefused(f"corrupt checkpoint: {f} was changed since it was written (checksum)")
-        for entry in self._entries():
+        entries = store.files()
+        for entry in entries:
             if entry in (MARKER, MANIFEST, LOG, PROGRESS) or entry in files or self._leftover(entry, level):
                 continue
-            raise CheckpointRefused(f"corrupt checkpoint: {self.dir / entry} is not part of the checkpoint of level {level}")
-        for entry in self._entries():
+            raise CheckpointRefused(f"corrupt checkpoint: {store.where(entry)} is not part of the checkpoint of level {level}")
+        for entry in entries:
             if entry not in files and self._leftover(entry, level):
-                (self.dir / entry).unlink()
+                store.delete(entry)
         self.hashes = dict(files)
         return {"level": level, "totals": body["totals"]}
 

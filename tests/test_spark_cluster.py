@@ -1,6 +1,6 @@
 """Spark on a real standalone cluster started from the installed pyspark on 127.0.0.1: a job that gets no
 executor gives up after --executor-wait (exit 2) or at --time-limit (exit 3), executors without the
-harness's environment are named in one line (exit 2), with one worker or two the search is BFS's, and a
+harness's environment or unable to write the checkpoint are named in one line (exit 2), with one worker or two the search is BFS's, and a
 worker killed mid-run costs nothing but time. Also: spark-submit gives the harness's own exit codes.
 
 These start JVMs for a minute or more: marked `cluster`, they run in the nightly (and by hand with
@@ -67,6 +67,12 @@ def test_a_standalone_cluster_without_and_with_executors(tmp_path, cluster):
     # An executor whose Python lacks the harness's dependencies (the system interpreter has no numpy).
     code, out, err = spark_check(tmp_path, url, env={"PYSPARK_PYTHON": "/usr/bin/python3"})
     assert code == 2 and "cannot import" in err and "numpy" in err and len(err.strip().splitlines()) == 1, err
+    # An executor that cannot write the checkpoint directory: its Python may not write a byte to any file.
+    no_writes = tmp_path / "python-without-writes"
+    no_writes.write_text(f'#!/bin/sh\nulimit -f 0\nexec {sys.executable} "$@"\n')
+    no_writes.chmod(0o755)
+    code, out, err = spark_check(tmp_path, url, env={"PYSPARK_PYTHON": str(no_writes)})
+    assert code == 2 and "cannot write the checkpoint directory" in err and len(err.strip().splitlines()) == 1, err
 
     code, out, err = spark_check(tmp_path, url)
     assert code == 0, err

@@ -50,7 +50,7 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 from harness import checkpoint as ck
 from harness import interrupt
 from harness.errors import BadInput
-from harness.files import write_atomic
+from harness.store import Store
 from harness.model import Model, config_digest, config_to_dict, mix64, preset_of
 from harness.speed import cycle_collector_paused
 from harness.visited import FingerprintTable
@@ -70,6 +70,7 @@ _PARENT_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action
 # --------------------------------------------------------------------------- the level worker
 
 _MODELS: dict[str, Model] = {}
+_STORES: dict[str, Store] = {}
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
@@ -84,6 +85,14 @@ def owners(fps: np.ndarray, tasks: int) -> np.ndarray:
 
 def owner(fp: int, tasks: int) -> int:
     return mix64(fp) % tasks
+
+
+def _store(job: dict) -> Store:
+    """The job's checkpoint folder, opened once per process (on S3, one client for every file)."""
+    store = _STORES.get(job["dir"])
+    if store is None:
+        store = _STORES[job["dir"]] = Store(job["dir"])
+    return store
 
 
 def _model(job: dict) -> Model:
@@ -139,6 +148,7 @@ class LevelWorker:
     def __init__(self, job: dict, task: int, tasks: int) -> None:
         self.job, self.task, self.tasks = job, task, tasks
         self.model = _model(job)
+        self.store = _store(job)
         self.visited = FingerprintTable()
         self.frontier: list[tuple[int, tuple]] = []  # (fingerprint, state) of the depth being expanded
         # The level being expanded: every successor found, the position of its parent in the frontier held,
@@ -164,22 +174,22 @@ class LevelWorker:
         if self.tasks == 1 and kind in ck.TRANSIENT:
             self._inbox[kind] = table
         else:
-            ck.write_table(self.job["dir"], self.job["id"], kind, level, self._name(name), table)
+            ck.write_table(self.store, self.job["id"], kind, level, self._name(name), table)
 
     def _read(self, kind: str, level: int, name: str) -> pa.Table:
         if self.tasks == 1 and kind in ck.TRANSIENT:
             return self._inbox.pop(kind)
-        return ck.read_table(self.job["dir"], self.job["id"], kind, level, self._name(name))
+        return ck.read_table(self.store, self.job["id"], kind, level, self._name(name))
 
     def _await(self, kind: str, level: int, names: list[str]) -> None:
-        """Wait until the other tasks' files have appeared (each is renamed into place once complete).
+        """Wait until the other tasks' files have appeared (each appears whole, harness/store.py).
         A task that dies fails the barrier stage, and Spark kills the ones waiting here."""
         if self.tasks == 1:
             return
-        waiting = [ck.path(self.job["dir"], kind, level, self._name(n)) for n in names]
+        waiting = [ck.path(kind, level, self._name(n)) for n in names]
         pause, since = 0.0005, time.perf_counter()
         while waiting:
-            waiting = [f for f in waiting if not f.exists()]
+            waiting = [f for f in waiting if not self.store.exists(f)]
             if waiting:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.02)
@@ -189,17 +199,15 @@ class LevelWorker:
         """Every task's report of `level`, in task order."""
         if self.tasks == 1:
             return [report]
-        d = self.job["dir"]
-        text = json.dumps(report)
-        write_atomic(ck.path(d, "reports", level, self._name(f"part-{self.task}")), lambda p: p.write_text(text))
+        self.store.write_text(ck.path("reports", level, self._name(f"part-{self.task}")), json.dumps(report))
         names = [f"part-{t}" for t in range(self.tasks)]
         self._await("reports", level, names)
-        return [json.loads(ck.path(d, "reports", level, self._name(n)).read_text()) for n in names]
+        return [json.loads(self.store.read_text(ck.path("reports", level, self._name(n)))) for n in names]
 
     def load(self, level: int) -> None:
         """Resume at a committed level: the visited fingerprints this task owns (from every depth's parents)
         and the committed frontier's states it owns (whatever task count wrote them)."""
-        d, job = self.job["dir"], self.job["id"]
+        d, job = self.store, self.job["id"]
         since = time.perf_counter()
         self.saved = [level]
         for k in range(level + 1):
@@ -217,16 +225,15 @@ class LevelWorker:
     def drop(self, level: int) -> None:
         """Remove what this task wrote for `level`, and frontiers older than the last committed one: every
         task has read `level`'s exchange, which happens after the commit of `level` + 1."""
-        d = self.job["dir"]
-        files = [f for k in self.saved[:-1] for f in ck.path(d, "frontier", k).glob(f"*.{ck.KINDS['frontier']}")]
+        files = [ck.path("frontier", k, name) for k in self.saved[:-1] for name in ck.names(self.store, "frontier", k)]
         self.saved = self.saved[-1:]
         if self.tasks > 1:
-            files.append(ck.path(d, "reports", level, self._name(f"part-{self.task}")))
-            files += [ck.path(d, kind, level, self._name(f"from-{self.task}-to-{o}"))
+            files.append(ck.path("reports", level, self._name(f"part-{self.task}")))
+            files += [ck.path(kind, level, self._name(f"from-{self.task}-to-{o}"))
                       for kind in ("exchange", "winners", "transfer") for o in range(self.tasks)]
         for f in files:
             with contextlib.suppress(FileNotFoundError):
-                f.unlink()
+                self.store.delete(f)
 
     def save(self, level: int) -> None:
         """Write the frontier this task holds (depth `level`) for a commit."""
@@ -458,7 +465,7 @@ def run_task(job: dict, task: int, start_level: int) -> dict:
     Returns the level reached and why it stopped."""
     worker = LevelWorker(job, task, job["tasks"])
     worker.load(start_level)
-    store = ck.Checkpoint(job["dir"], job["identity"])
+    store = ck.Checkpoint(_store(job), job["identity"])
     saved = store.adopt()
     if saved["level"] != start_level:  # Spark retrying the stage (spark-submit's own settings): not from here
         raise RuntimeError(f"a retried stage attempt: the checkpoint is at level {saved['level']}, the job began at "
@@ -474,8 +481,7 @@ def run_task(job: dict, task: int, start_level: int) -> dict:
 
     def progress(level: int, totals: dict) -> None:
         if task == 0:
-            text = json.dumps({"level": level, "totals": totals})
-            write_atomic(Path(job["dir"]) / ck.PROGRESS, lambda p: p.write_text(text))
+            store.store.write_text(ck.PROGRESS, json.dumps({"level": level, "totals": totals}))
 
     deadline = job["deadline"]
     level, stopped = run_levels(worker, start_level, totals, commit=commit, max_depth=job["max_depth"],
@@ -485,11 +491,11 @@ def run_task(job: dict, task: int, start_level: int) -> dict:
     return {"level": level, "stopped_by": stopped}
 
 
-def _committed_files(job: dict, after: int, level: int) -> list[Path]:
+def _committed_files(job: dict, after: int, level: int) -> list[str]:
     """The files a commit of `level` adds, the last commit being `after`: this attempt's parents of every
     depth since, and its frontier of `level`."""
-    d, mine = job["dir"], f"-{job['attempt']}"
-    return [ck.path(d, kind, k, name) for kind, levels in (("parents", range(after + 1, level + 1)), ("frontier", [level]))
+    d, mine = _store(job), f"-{job['attempt']}"
+    return [ck.path(kind, k, name) for kind, levels in (("parents", range(after + 1, level + 1)), ("frontier", [level]))
             for k in levels for name in ck.names(d, kind, k) if name.endswith(mine)]
 
 
@@ -497,18 +503,6 @@ def _committed_files(job: dict, after: int, level: int) -> list[Path]:
 
 
 _LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9]\d{0,3})(,[1-9]\d{0,3})?\])?|local-cluster\[\d{1,3},\d{1,3},\d{1,7}\]")
-
-
-def check_checkpoint_path(checkpoint: str | None) -> None:
-    """A checkpoint is a POSIX folder that the driver and every executor see (a local path, or a shared
-    mount): a URI of another filesystem (s3a://, hdfs://, gs://) would silently become a local folder of
-    that name, which executors elsewhere never see. Refused in one line."""
-    if checkpoint and "\0" in checkpoint:
-        raise BadInput(f"--checkpoint {checkpoint!r}: a path cannot contain a NUL character")
-    if checkpoint and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", checkpoint) and not checkpoint.startswith("file://"):
-        scheme = checkpoint.split("://", 1)[0]
-        raise BadInput(f"--checkpoint {checkpoint}: a {scheme}:// URI is not supported; give a POSIX path that the "
-                       "driver and every executor can read and write (a shared mount on a cluster)")
 
 
 def check_master(master: str) -> None:
@@ -633,17 +627,16 @@ def wait_for_executors(sc, wait: float, deadline: float | None) -> bool:
     return True
 
 
-def probe_executors(sc, checkpoint: Path, job: dict | None = None) -> None:
+def probe_executors(sc, checkpoint: str, job: dict | None = None) -> None:
     """One small task per executor slot: each reports its host, its Python, the modules it cannot import
     and whether it can write the checkpoint directory. BadInput (exit 2) naming what is missing where. With
     `job`, a worker that has everything also builds the job's model (the warm-up, in the same task)."""
     if sc.master.startswith("local"):
         return
-    directory, modules = str(checkpoint), NEEDED_MODULES
+    location, modules = checkpoint, NEEDED_MODULES
 
     def report(_):  # defined here so that it is shipped by value: it must run where the harness is missing
         import importlib.util
-        import os as os_
         import socket
         import sys as sys_
         missing = []
@@ -654,11 +647,19 @@ def probe_executors(sc, checkpoint: Path, job: dict | None = None) -> None:
                 found = False
             if not found:
                 missing.append(name)
-        writable = os_.path.isdir(directory) and os_.access(directory, os_.W_OK | os_.X_OK)
-        if not missing and job is not None:  # warm this Python worker for the job: the model built once
+        writable = seen = None  # without the harness, there is nothing to look with
+        if not missing:
+            from harness.store import Store
+            try:
+                store = Store(location)
+                seen = store.exists("checkpoint.json")  # the marker the driver wrote: the same folder
+                writable = store.writable()
+            except Exception:  # noqa: BLE001 - a filesystem this executor cannot open is one it cannot write
+                seen = writable = False
+        if not missing and seen and writable and job is not None:  # warm this Python worker: the model built once
             from harness.engines.spark import _model
             _model(job)
-        return [(socket.gethostname(), sys_.executable, tuple(missing), writable)]
+        return [(socket.gethostname(), sys_.executable, tuple(missing), bool(seen), bool(writable))]
 
     slots = max(sc.defaultParallelism, 1)
     try:
@@ -666,13 +667,15 @@ def probe_executors(sc, checkpoint: Path, job: dict | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - the executor's own error, in one line
         lines = [ln.strip() for ln in str(exc).splitlines() if "Error" in ln and ":" in ln]
         raise BadInput(f"the Spark executors cannot run the probe task: {(lines or [type(exc).__name__])[-1][:200]}") from None
-    for host, python, missing, writable in sorted(reports):
+    for host, python, missing, seen, writable in sorted(reports):
         if missing:
             raise BadInput(f"executor on {host} ({python}) cannot import {', '.join(missing)}: give executors the "
                            f"harness's environment (README, 'On a cluster': spark.archives with a packed venv)")
+        if not seen:
+            raise BadInput(f"executor on {host} does not see the checkpoint directory {location}: it must be a "
+                           f"folder every executor and the driver share (--checkpoint: a shared mount, s3://, hdfs://)")
         if not writable:
-            raise BadInput(f"executor on {host} cannot write the checkpoint directory {directory}: it must be a path "
-                           f"every executor and the driver share (--checkpoint)")
+            raise BadInput(f"executor on {host} cannot write the checkpoint directory {location} (--checkpoint)")
 
 
 # ---------------------------------------------------------------------------------- the driver
@@ -694,9 +697,9 @@ def make_job(model: Model, checkpoint: str | None, *, check_deadlock: bool = Tru
     deadlock = check_deadlock and model.check_deadlock
     identity = {"spec": model.name, "digest": config_digest(cfg), "check_deadlock": deadlock, "code": code_digest()}
     # The default directory names the whole job, so a changed model gets a new one.
-    directory = Path(checkpoint or f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{ck.job_id(identity)}")
-    store = ck.Checkpoint(directory, identity)
-    job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "dir": str(store.dir),
+    folder = Store(checkpoint or f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{ck.job_id(identity)}")
+    store = ck.Checkpoint(folder, identity)
+    job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "dir": folder.location,
            "id": store.job, "identity": identity, "check_deadlock": deadlock, "max_depth": max_depth,
            "keep_going": keep_going, "attempt": secrets.token_hex(4), "checkpoint_every": checkpoint_every,
            "deadline": None}
@@ -714,22 +717,18 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     `session_factory(master, log_file)` replaces `start_session` (tests that must not start a JVM)."""
     if master:
         check_master(master)
-    check_checkpoint_path(checkpoint)
-    if checkpoint and checkpoint.startswith("file://"):
-        checkpoint = checkpoint[len("file://"):]
     started = time.monotonic()
     job, store = make_job(model, checkpoint, check_deadlock=check_deadlock, max_depth=max_depth, keep_going=keep_going,
                           checkpoint_every=checkpoint_every)
-    directory = store.dir
     store.check_writable()
     saved = store.open(resume)
     if saved is None:
         init, violations = first_level(model)
         tag = f"part-0-{job['attempt']}"
-        ck.write_table(job["dir"], store.job, "parents", 0, tag, pa.table(
+        ck.write_table(store.store, store.job, "parents", 0, tag, pa.table(
             {"fp": pa.array([fp for fp, _ in init], pa.int64()), "parent": pa.array([0] * len(init), pa.int64()),
              "action": pa.array([INIT_ACTION] * len(init), pa.int32())}, schema=_PARENT_SCHEMA))
-        ck.write_table(job["dir"], store.job, "frontier", 0, tag, states_table(model, init))
+        ck.write_table(store.store, store.job, "frontier", 0, tag, states_table(model, init))
         level, totals = 0, {"distinct": len(init), "generated": len(init), "frontier": len(init),
                             "states_per_depth": [len(init)] if init else [], "gen_by_action": [0] * len(model.actions),
                             "new_by_action": [0] * len(model.actions),
@@ -741,7 +740,8 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         level, totals = saved["level"], saved["totals"]
 
     session: dict = {}
-    log_file = directory / ck.LOG
+    # The JVM writes its log to a local file: in the checkpoint directory, or beside it when that is remote.
+    log_file = (store.store.local or Path(tempfile.mkdtemp(prefix="harness-spark-"))) / ck.LOG
 
     deadline = None if time_limit is None else started + time_limit
 
@@ -760,7 +760,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
             if sc.master.startswith("local"):
                 warm_up(sc, job, _slots(sc))
             else:
-                probe_executors(sc, directory, job)  # which warms the workers it runs on
+                probe_executors(sc, job["dir"], job)  # which warms the workers it runs on
             session["warm_seconds"] = time.monotonic() - t
         except Exception as exc:  # reported when Spark is first needed
             session["error"] = exc
@@ -841,7 +841,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     "seconds": round(elapsed, 3), "tasks": tasks or 1, "spark_jobs": session.get("jobs", 0),
                     "spark_levels": totals["spark_levels"],
                     "driver_levels": totals["driver_levels"], "resumed_at_level": resumed_at if resume else None,
-                    "checkpoint": str(directory), "master": master,
+                    "checkpoint": job["dir"], "master": master, "spark_log": str(log_file),
                     "session_start_seconds": round(session.get("start_seconds", 0.0), 2),
                     "waited_for_session_seconds": round(session.get("waited", 0.0), 2),
                     "seconds_without_session_wait": round(elapsed - session.get("waited", 0.0), 3),
@@ -886,7 +886,7 @@ def _spark_jobs(sc, store: ck.Checkpoint, job: dict, level: int, tasks: int, dea
         seen, kept = level, level
         while runner.is_alive():
             runner.join(POLL_SECONDS)
-            reached, committed = _read_level(store.dir / ck.PROGRESS), _read_level(store.dir / ck.MANIFEST, "body")
+            reached, committed = _read_level(store.store, ck.PROGRESS), _read_level(store.store, ck.MANIFEST, "body")
             if committed is not None and committed[0] > kept:
                 kept = committed[0]
                 interrupt.note(f"the checkpoint of level {kept} is kept: add --resume to continue")
@@ -919,10 +919,10 @@ def _spark_jobs(sc, store: ck.Checkpoint, job: dict, level: int, tasks: int, dea
         interrupt.note(f"the checkpoint of level {level} is kept: add --resume to continue")
 
 
-def _read_level(file: Path, inside: str | None = None) -> tuple[int, dict] | None:
+def _read_level(store: Store, file: str, inside: str | None = None) -> tuple[int, dict] | None:
     """The level and totals a task last wrote in progress.json or state.json (None if absent or mid-write)."""
     try:
-        doc = json.loads(file.read_text())
+        doc = json.loads(store.read_text(file))
         doc = doc[inside] if inside else doc
         return doc["level"], doc["totals"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -953,8 +953,8 @@ def _reconstruct(model: Model, job: dict, depth: int, fp: int, prop: str):
     chain = [fp]
     for level in range(depth, 0, -1):
         parent = None
-        for name in ck.names(job["dir"], "parents", level):
-            table = ck.read_table(job["dir"], job["id"], "parents", level, name)
+        for name in ck.names(_store(job), "parents", level):
+            table = ck.read_table(_store(job), job["id"], "parents", level, name)
             hit = table.filter(pa.compute.equal(table.column("fp"), chain[-1]))
             if hit.num_rows:
                 parent = hit.column("parent")[0].as_py()
