@@ -9,6 +9,9 @@ beside it. Reported: the median wall time per mode, the median of the paired rat
 results (distinct states per depth, successors per rule) are BFS's. Also the cost of a level with nothing
 in it (a tiny model, every level on Spark). Results go to stdout and bench/results/spark.json.
 No assertions: these are measurements.
+
+`spark_bench.py kraft/ci` runs the cases named only, and replaces just those in spark.json (each case
+records its date).
 """
 
 from __future__ import annotations
@@ -48,19 +51,24 @@ def check(spec: str, preset: str, work: Path, *extra: str) -> dict:
             "signature": [s["states_per_depth"], {k: v["generated"] for k, v in r["coverage"].items()}]}
 
 
-def main() -> None:
-    results: dict = {}
+def main(only: list[str]) -> None:
+    cases = [c for c in CASES if not only or "/".join(c) in only]
+    unknown = set(only) - {"/".join(c) for c in CASES}
+    if unknown:
+        sys.exit(f"unknown case {sorted(unknown)[0]}; cases: {', '.join('/'.join(c) for c in CASES)}")
+    previous = ROOT / "bench" / "results" / "spark.json"
+    results: dict = json.loads(previous.read_text()) if only and previous.exists() else {}
     with tempfile.TemporaryDirectory() as tmp, StandaloneCluster(Path(tmp) / "cluster", workers=2) as cluster:
         work = Path(tmp)
         modes = {"bfs": [], "local[2]": ["--engine", "spark", "--master", "local[2]"],
                  "standalone 2x1": ["--engine", "spark", "--master", cluster.url]}
-        for spec, preset in CASES:
+        for spec, preset in cases:
             runs: dict[str, list] = {m: [] for m in modes}
             for k in range(REPEATS):
                 for mode, extra in modes.items():
                     ck = ["--checkpoint", str(work / f"ck-{spec}-{preset}-{mode}-{k}")] if extra else []
                     runs[mode].append(check(spec, preset, work, *extra, *ck))
-            case = {}
+            case: dict = {"date": time.strftime("%Y-%m-%d")}
             bfs = runs["bfs"]
             for mode, rs in runs.items():
                 ok = [r for r in rs if "error" not in r]
@@ -78,6 +86,9 @@ def main() -> None:
                 print(f"{spec}/{preset:8s} {mode:15s} median {c['median_wall']} s  walls {c['walls']}"
                       + (f"  ratio {c['paired_ratio_median']} {c['paired_ratios']}  same {c['same_results_as_bfs']}"
                          if mode != "bfs" else ""))
+        if only:
+            save(results, "spark.json")
+            return
         empty = check("example", "tiny", work, "--engine", "spark", "--master", "local[2]", "--every-level-on-spark",
                       "--checkpoint", str(work / "ck-empty"))
         if "error" not in empty and empty.get("spark_levels"):
@@ -88,4 +99,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
