@@ -29,6 +29,7 @@ from harness.engines.bfs import representative
 from harness.errors import BadInput, LimitReached
 from harness.model import Model
 from harness.result import CheckResult, Violation
+from harness.speed import cycle_collector_paused
 from harness.trace import Outcome
 
 MAX_STATES = 300_000  # an in-memory DiGraph costs about 1 KiB per state and edge
@@ -58,6 +59,7 @@ class StateGraph:
         return [self.states[n] for n in nodes], actions
 
 
+@cycle_collector_paused()  # the graph is dicts of dicts and states, none in a cycle
 def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True) -> tuple[StateGraph, list[Violation]]:
     g = StateGraph(model)
     violations: list[Violation] = []
@@ -255,6 +257,7 @@ def check_liveness(g: StateGraph, name: str) -> Violation | None:
     return Violation(Outcome("liveness", name), states, actions, loop=loop)
 
 
+@cycle_collector_paused()  # and the liveness checks walk it without making garbage in cycles
 def explore(model: Model, *, max_states: int = MAX_STATES, properties: list[str] | None = None,
             check_safety: bool = True) -> tuple[CheckResult, StateGraph]:
     started = time.monotonic()
