@@ -40,16 +40,22 @@ def per_state(fn: Callable) -> Callable:
 
 
 @contextlib.contextmanager
-def cycle_collector_paused():
+def cycle_collector_paused(keeps_what_it_built: bool = False):
     """Pause CPython's cycle collector for a search loop. States are acyclic tuples of ints, so it
     can free nothing there, yet it re-traverses the growing set of live states: about 30% of BFS
     time at kraft ci (docs/PERFORMANCE.md). Reference counting still frees everything.
+    `keeps_what_it_built`: the loop returns what it built (a state graph) to its caller. Everything
+    allocated meanwhile is still in the youngest generation, so the first collection after the pause
+    would traverse all of it (16 s after kip642 ci's graph); `gc.freeze()` moves it out of the
+    collector's sight instead. The cost: a reference cycle among those objects is freed only at exit.
     When: always, around an engine's search loop (engines use it; specs never need it)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if keeps_what_it_built:
+            gc.freeze()
         if was_enabled:
             gc.enable()
 
