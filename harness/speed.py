@@ -65,16 +65,22 @@ def fast_replace(*classes: type) -> None:
     rules call `_replace` on every step, so it shows in states/s.
     When: once per spec, on its state classes; rules keep writing `_replace(field=...)`."""
     for cls in classes:
-        index = {name: i for i, name in enumerate(cls._fields)}
-        new = tuple.__new__
+        cls._replace = _fast_replace(cls)
 
-        def _replace(self, _index=index, _new=new, **changes):
-            values = list(self)
-            for name in changes:
-                values[_index[name]] = changes[name]
-            return _new(type(self), values)
 
-        cls._replace = _replace
+def _fast_replace(cls: type) -> Callable:
+    index = {name: i for i, name in enumerate(cls._fields)}
+    new = tuple.__new__
+
+    # `self` positional-only: a keyword is then matched by identity against no parameter name, where
+    # the defaults `_index=..., _new=...` made CPython compare it as a string with each of them.
+    def _replace(self, /, **changes):
+        values = list(self)
+        for name in changes:
+            values[index[name]] = changes[name]
+        return new(type(self), values)
+
+    return _replace
 
 
 def setter(cls: type, *fields: str) -> Callable:

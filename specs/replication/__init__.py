@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+from itertools import count
 from operator import itemgetter
 from dataclasses import dataclass
 from typing import Annotated, NamedTuple
@@ -284,6 +285,7 @@ fast_replace(State, PartitionChange, BrokerState, Fetcher, ReplicaMetadata, Part
 
 BLANK_METADATA = ReplicaMetadata(0, 0, 0, NO_LEADER, 0, 0)
 BLANK_FETCHER = Fetcher(False, 0, 0, False, False)
+PENDING_BLANK_FETCHER = BLANK_FETCHER._replace(pending_response=True)
 BLANK_PEER = PeerState(NIL, 0)
 NO_PENDING_AP = PendingAlterPartition(0, ())
 EMPTY_DATA = PartitionData((), 1, 1)
@@ -318,13 +320,17 @@ def send(net: Network, kind: int, m) -> Network:
     i = bisect.bisect_left(msgs, m)
     if i < len(msgs) and msgs[i] == m:
         return net
-    return _network(net[:kind] + (msgs[:i] + (m,) + msgs[i:],) + net[kind + 1:])
+    parts = list(net)  # one list, where slicing the network and joining the slices took four tuples
+    parts[kind] = msgs[:i] + (m,) + msgs[i:]
+    return _network(parts)
 
 
 def remove(net: Network, kind: int, m) -> Network:
     msgs = net[kind]
     i = msgs.index(m)
-    return _network(net[:kind] + (msgs[:i] + msgs[i + 1:],) + net[kind + 1:])
+    parts = list(net)
+    parts[kind] = msgs[:i] + msgs[i + 1:]
+    return _network(parts)
 
 
 def discard(s: State, kind: int, m) -> dict:
@@ -343,7 +349,9 @@ def reply(s: State, kind: int, m, reply_kind: int, r) -> dict:
 # receiving rule once per message in flight instead of once per (broker, slot) pair, and a leader's rule at
 # the leaders only: at `fence`, 15.0 rule calls per expanded state became 7.3 (first 300,000 states;
 # docs/PERFORMANCE.md, "The replication model"). Each body still checks everything;
-# tests/test_replication.py compares every hint with the full enumeration.
+# tests/test_replication.py compares every hint with the full enumeration. The hints run on every
+# expanded state (about a ninth of the search's instructions at `fence`), so those over brokers are plain
+# loops that read each field once (a comprehension is a call of its own).
 
 
 def in_flight(kind: int, party: int):
@@ -369,23 +377,34 @@ def unlearned_offsets(cfg, s: State):
     end = len(s.con_metadata_log)
     if end > cfg.metadata_log_bound:
         raise RuntimeError(f"the metadata log holds {end} records: raise metadata_log_bound (now {cfg.metadata_log_bound})")
-    return [(b, offset) for b, log in enumerate(s.broker_metadata_log, 1) if len(log) < end
-            for offset in range(len(log) + 1, end + 1) if partition_needs_action(s, b, offset)]
+    out = []
+    for b, log in zip(count(1), s.broker_metadata_log):
+        for offset in range(len(log) + 1, end + 1):  # none for a broker whose log is current
+            if partition_needs_action(s, b, offset):
+                out.append((b, offset))
+    return out
 
 
 def fetching_from_leader(cfg, s: State):
     """SendFetchRequest: each broker with the leader it knows of, if another broker, and no fetch to it
     awaiting a response."""
-    return [(b, md.leader) for b, (md, row) in enumerate(zip(s.partition_metadata, s.broker_fetchers), 1)
-            if md.leader not in (NO_LEADER, b) and not row[md.leader - 1].pending_response]
+    out = []
+    for b, md, row in zip(count(1), s.partition_metadata, s.broker_fetchers):
+        leader = md.leader
+        if leader != NO_LEADER and leader != b and not row[leader - 1].pending_response:
+            out.append((b, leader))
+    return out
 
 
 def fenced_and_running(cfg, s: State):
     """UnfenceBroker: the brokers that are fenced and running; the controller chooses a leader (`leader`
     other than 0) only for a partition without one."""
     choice = () if s.con_partition_metadata.leader == NO_LEADER else (0,)
-    return [(b, *choice) for b, (reg, bs) in enumerate(zip(s.con_broker_reg, s.broker_state), 1)
-            if reg.status == FENCED and bs.status == RUNNING]
+    out = []
+    for b, reg, bs in zip(count(1), s.con_broker_reg, s.broker_state):
+        if reg.status == FENCED and bs.status == RUNNING:
+            out.append((b, *choice))
+    return out
 
 
 @per_state
@@ -675,10 +694,14 @@ def new_leader_ok(md: PartitionChange, new_isr: int, leader: int) -> bool:
 # ------------------------------------------------------------------------- replica helpers
 
 
+def without_partition(f: Fetcher) -> Fetcher:
+    """The fetcher once the partition is removed from it: blank, but a pending response stays pending."""
+    return PENDING_BLANK_FETCHER if f.pending_response else BLANK_FETCHER
+
+
 def remove_partition_from_fetchers(s: State, b: int) -> tuple:
     """The TLA+ RemovePartitionFromFetchers (pending responses stay pending)."""
-    return put(s.broker_fetchers, b, tuple(BLANK_FETCHER._replace(pending_response=f.pending_response)
-                                           for f in s.broker_fetchers[b - 1]))
+    return put(s.broker_fetchers, b, tuple(map(without_partition, s.broker_fetchers[b - 1])))
 
 
 def add_partition_to_fetcher(cfg, s: State, b: int, leader: int, leader_epoch: int) -> tuple:
@@ -689,10 +712,9 @@ def add_partition_to_fetcher(cfg, s: State, b: int, leader: int, leader_epoch: i
     if not new_epoch and fetchers[leader - 1].added:
         return s.broker_fetchers
     data = s.partition_data[b - 1]
-    return put(s.broker_fetchers, b, tuple(
-        Fetcher(True, data.leo, last_epoch(data.log), False, f.pending_response) if peer == leader
-        else BLANK_FETCHER._replace(pending_response=f.pending_response)
-        for peer, f in enumerate(fetchers, 1)))
+    row = list(map(without_partition, fetchers))
+    row[leader - 1] = Fetcher(True, data.leo, last_epoch(data.log), False, fetchers[leader - 1].pending_response)
+    return put(s.broker_fetchers, b, tuple(row))
 
 
 def renounce_leadership(cfg, s: State, b: int, new_md: ReplicaMetadata) -> dict:
