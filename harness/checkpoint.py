@@ -136,31 +136,31 @@ class Checkpoint:
     """One job's checkpoint directory. `open` decides whether it may be used; `commit` records a
     completed level; `files_of(level)` names what a resume at that level needs."""
 
-    def __init__(self, store: Store, identity: dict) -> None:
-        self.store = store
+    def __init__(self, folder: Store, identity: dict) -> None:
+        self.folder = folder
         self.identity = dict(identity, format=FORMAT)
         self.job = job_id(self.identity)
         self.hashes: dict[str, list] = {}  # relative path -> [size, sha256] of the committed files
 
     @property
     def where(self) -> str:
-        return self.store.where()
+        return self.folder.where()
 
     # -- what is in the directory ----------------------------------------------------------------
     def _foreign(self) -> str | None:
         """The first file under a marked DIR that the harness would not have written."""
-        for entry in self.store.files():
+        for entry in self.folder.files():
             if not (entry in (MARKER, MANIFEST, LOG, PROGRESS) or _DATA_FILE.fullmatch(entry)
                     or _TEMP_FILE.fullmatch(os.path.basename(entry))):
                 return entry
         return None
 
     def _read_marker(self) -> dict | None:
-        if not self.store.exists(MARKER):
+        if not self.folder.exists(MARKER):
             return None
-        marker = self.store.where(MARKER)
+        marker = self.folder.where(MARKER)
         try:
-            data = json.loads(self.store.read_text(MARKER))
+            data = json.loads(self.folder.read_text(MARKER))
         except (OSError, ValueError):
             raise CheckpointRefused(f"{marker} is damaged: not the harness's checkpoint marker; refusing to use {self.where}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("identity"), dict):
@@ -180,7 +180,7 @@ class Checkpoint:
             raise BadInput(f"cannot use the checkpoint {self.where}: {getattr(exc, 'strerror', None) or exc}") from None
 
     def _open(self, resume: bool) -> dict | None:
-        store = self.store
+        store = self.folder
         kind = store.kind()
         if kind == "file":
             raise CheckpointRefused(f"checkpoint path {self.where} is not a directory")
@@ -217,7 +217,7 @@ class Checkpoint:
 
     def check_writable(self) -> None:
         """Fail before any search if DIR cannot be created or written."""
-        self.store.check_writable("--checkpoint")
+        self.folder.check_writable("--checkpoint")
 
     # -- the manifest -------------------------------------------------------------------------------
     def commit(self, level: int, totals: dict, new_files: list[str], keep: Callable[[str], bool]) -> None:
@@ -225,19 +225,19 @@ class Checkpoint:
         relative to DIR), keep the hashes of older files a resume still needs (`keep`), write state.json whole."""
         hashes = {rel: h for rel, h in self.hashes.items() if keep(rel)}
         for rel in new_files:
-            hashes[rel] = [self.store.size(rel), self.store.sha256(rel)]
+            hashes[rel] = [self.folder.size(rel), self.folder.sha256(rel)]
         body = {"identity": self.identity, "level": level, "totals": totals, "files": dict(sorted(hashes.items()))}
         doc = {"format": FORMAT, "body": body, "sha256": _body_digest(body)}
-        self.store.write_text(MANIFEST, json.dumps(doc, indent=1))
+        self.folder.write_text(MANIFEST, json.dumps(doc, indent=1))
         self.hashes = body["files"]
 
     def _manifest(self) -> dict:
         """The body of state.json, checked against its own checksum and this job's identity."""
-        manifest = self.store.where(MANIFEST)
-        if not self.store.exists(MANIFEST):
+        manifest = self.folder.where(MANIFEST)
+        if not self.folder.exists(MANIFEST):
             raise CheckpointRefused(f"--resume: {self.where} has no completed level to resume from (drop --resume)")
         try:
-            doc = json.loads(self.store.read_text(MANIFEST))
+            doc = json.loads(self.folder.read_text(MANIFEST))
         except (OSError, ValueError) as exc:
             raise CheckpointRefused(f"corrupt checkpoint: {manifest}: {exc}") from None
         body = doc.get("body") if isinstance(doc, dict) else None
@@ -256,7 +256,7 @@ class Checkpoint:
 
     def _verify(self) -> dict:
         """Read state.json and check every file it lists; refuse on any difference."""
-        store = self.store
+        store = self.folder
         body = self._manifest()
         level, files = body["level"], body["files"]
         for rel, (size, digest) in files.items():

@@ -66,9 +66,6 @@ class Store:
     def __str__(self) -> str:
         return self.location
 
-    def __reduce__(self):  # tasks get the location and open the filesystem themselves
-        return Store, (self.location,)
-
     def where(self, rel: str = "") -> str:
         """A file's name for messages: its local path or its URI."""
         return self.location if not rel else f"{self.location.split('?', 1)[0].rstrip('/')}/{rel}"

@@ -482,7 +482,7 @@ def run_task(job: dict, task: int, start_level: int) -> dict:
 
     def progress(level: int, totals: dict) -> None:
         if task == 0:
-            store.store.write_text(ck.PROGRESS, json.dumps({"level": level, "totals": totals}))
+            store.folder.write_text(ck.PROGRESS, json.dumps({"level": level, "totals": totals}))
 
     deadline = job["deadline"]
     level, stopped = run_levels(worker, start_level, totals, commit=commit, max_depth=job["max_depth"],
@@ -726,10 +726,10 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     if saved is None:
         init, violations = first_level(model)
         tag = f"part-0-{job['attempt']}"
-        ck.write_table(store.store, store.job, "parents", 0, tag, pa.table(
+        ck.write_table(store.folder, store.job, "parents", 0, tag, pa.table(
             {"fp": pa.array([fp for fp, _ in init], pa.int64()), "parent": pa.array([0] * len(init), pa.int64()),
              "action": pa.array([INIT_ACTION] * len(init), pa.int32())}, schema=_PARENT_SCHEMA))
-        ck.write_table(store.store, store.job, "frontier", 0, tag, states_table(model, init))
+        ck.write_table(store.folder, store.job, "frontier", 0, tag, states_table(model, init))
         level, totals = 0, {"distinct": len(init), "generated": len(init), "frontier": len(init),
                             "states_per_depth": [len(init)] if init else [], "gen_by_action": [0] * len(model.actions),
                             "new_by_action": [0] * len(model.actions),
@@ -742,7 +742,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
 
     session: dict = {}
     # The JVM writes its log to a local file: in the checkpoint directory, or beside it when that is remote.
-    log_file = (store.store.local or Path(tempfile.mkdtemp(prefix="harness-spark-"))) / ck.LOG
+    log_file = (store.folder.local or Path(tempfile.mkdtemp(prefix="harness-spark-"))) / ck.LOG
 
     deadline = None if time_limit is None else started + time_limit
 
@@ -887,7 +887,7 @@ def _spark_jobs(sc, store: ck.Checkpoint, job: dict, level: int, tasks: int, dea
         seen, kept = level, level
         while runner.is_alive():
             runner.join(POLL_SECONDS)
-            reached, committed = _read_level(store.store, ck.PROGRESS), _read_level(store.store, ck.MANIFEST, "body")
+            reached, committed = _read_level(store.folder, ck.PROGRESS), _read_level(store.folder, ck.MANIFEST, "body")
             if committed is not None and committed[0] > kept:
                 kept = committed[0]
                 interrupt.note(f"the checkpoint of level {kept} is kept: add --resume to continue")
