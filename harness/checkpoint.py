@@ -1,7 +1,8 @@
 """A checkpoint directory that can neither delete a user's files nor resume from damaged data.
 
 DIR is a local path (or a mount the driver and every executor share) or a folder on S3, GCS or HDFS
-(harness/store.py: files appear whole or not at all on each). Its layout (level k = the BFS depth whose states are being expanded; T tasks):
+(harness/store.py: files appear whole or not at all on each). Its layout (level k = the BFS depth whose
+states are being expanded; T tasks):
 
     DIR/checkpoint.json                 the marker: this directory belongs to the harness, and to which job
     DIR/state.json                      the manifest of the last completed level (the commit point)
