@@ -56,7 +56,7 @@ KINDS = {"frontier": "parquet", "parents": "parquet", "exchange": "arrow", "winn
 TRANSIENT = ("exchange", "winners", "transfer", "reports")  # never committed: written and read within one level
 _DATA_FILE = re.compile(r"(frontier|parents)/(\d+)/part-\d+-[0-9a-f]{8}\.parquet"
                         r"|(exchange|winners|transfer)/\d+/from-\d+-to-\d+-[0-9a-f]{8}\.arrow|(reports)/\d+/part-\d+-[0-9a-f]{8}\.json")
-# Store.write's temporary names, and the executors' probe of a writable DIR
+# `temporary_name`s of Store.write and of the executors' probe of a writable DIR
 _TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|progress\.json|probe-[0-9a-f]{8}\.json"
                         r"|(?:part|from)-[-\dtoa-f]+\.(?:parquet|arrow|json))\.tmp\d+")
 

@@ -9,10 +9,15 @@ from typing import Any, Callable
 from harness.errors import BadInput
 
 
+def temporary_name(name: str) -> str:
+    """The name a file is written under before its rename (a checkpoint tells such leftovers by it)."""
+    return f"{name}.tmp{os.getpid()}"
+
+
 def write_atomic(target: Path, write: Callable[[Path], Any]) -> None:
     """Write to a temporary name, then rename: an interrupted write never leaves a partial file."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    tmp = target.with_name(temporary_name(target.name))
     write(tmp)
     os.replace(tmp, target)
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from harness.errors import BadInput
-from harness.files import check_writable_dir
+from harness.files import check_writable_dir, temporary_name
 
 _URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 # Hadoop's names for S3 (Spark users write s3a://) are the same buckets and keys.
@@ -123,7 +123,7 @@ class Store:
                 write(out)
             return
         self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        tmp = f"{target}.tmp{os.getpid()}"
+        tmp = temporary_name(target)
         with self.fs.open_output_stream(tmp) as out:
             write(out)
         self.fs.move(tmp, target)
@@ -147,7 +147,7 @@ class Store:
 
     def _probe(self) -> None:
         """Create and remove a file (named as a temporary file, so that a probe cut short is cleared)."""
-        probe = self._abs(f"probe-{os.urandom(4).hex()}.json.tmp{os.getpid()}")
+        probe = self._abs(temporary_name(f"probe-{os.urandom(4).hex()}.json"))
         self.make()
         with self.fs.open_output_stream(probe) as out:
             out.write(b"{}")
