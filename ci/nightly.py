@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from harness import interrupt  # noqa: E402
 from harness.engines import graph, hypothesis as hyp, spark  # noqa: E402
 from harness.checkpoint import CheckpointRefused  # noqa: E402
+from harness.errors import BadInput  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
 from harness.check import write_counterexamples  # noqa: E402
 from harness.corpus import REGRESSIONS, liveness_verdicts  # noqa: E402
@@ -43,6 +44,7 @@ import report  # noqa: E402  (ci/report.py)
 
 QUICK = os.environ.get("NIGHTLY_QUICK") == "1"
 CHANGES: dict[str, str] = {}  # spec -> mutation made the default (--protocol-change, for testing the job)
+CHECKPOINTS = ROOT / "checkpoints"  # where each model's Spark run keeps its checkpoint (--checkpoints)
 
 
 def log(msg: str) -> None:
@@ -62,7 +64,7 @@ def run_model(name: str, folder: Path, seed: int) -> dict:
     model = spec.bind(spec.config(preset, mutation=CHANGES.get(name)))
     out["configs"] = {preset: config_to_dict(model.config)}
     t = time.monotonic()
-    ckpt = ROOT / "checkpoints" / f"nightly-{name}-{preset}"
+    ckpt = CHECKPOINTS / f"nightly-{name}-{preset}"
     master = os.environ.get("NIGHTLY_MASTER", "local[*]")
     try:
         r = spark.explore(model, checkpoint=str(ckpt), resume=(ckpt / "state.json").exists(), master=master)
@@ -208,17 +210,20 @@ def failures_of(summary: dict) -> list[str]:
 
 
 def main() -> int:
-    global QUICK
+    global QUICK, CHECKPOINTS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--date", default=None, help="run as of this UTC date, YYYY-MM-DD (default: today)")
     ap.add_argument("--seed", type=int, default=None, help="Hypothesis seed (default: the date as YYYYMMDD)")
     ap.add_argument("--spec", action="append", default=[], metavar="NAME", help="only these models (repeatable)")
     ap.add_argument("--reports", default=str(ROOT / "reports"), help="the folder of every night's report")
+    ap.add_argument("--checkpoints", default=str(CHECKPOINTS), metavar="DIR",
+                    help="the folder of the Spark runs' checkpoints, kept while a run is unfinished")
     ap.add_argument("--quick", action="store_true", help="the reduced run (also NIGHTLY_QUICK=1)")
     ap.add_argument("--protocol-change", action="append", default=[], metavar="SPEC:MUTATION",
                     help="make MUTATION the default behaviour of SPEC (to test the job)")
     args = ap.parse_args()
     QUICK = QUICK or args.quick
+    CHECKPOINTS = Path(args.checkpoints)
     for change in args.protocol_change:
         spec_name, _, mutation = change.partition(":")
         CHANGES[spec_name] = mutation
@@ -271,3 +276,6 @@ if __name__ == "__main__":
     except interrupt.Interrupted as exc:
         log(f"nightly interrupted by {exc.name}: no report")
         sys.exit(exc.exit_code)
+    except BadInput as exc:  # e.g. a checkpoint another night is still using
+        log(f"error: {exc}; no report")
+        sys.exit(2)

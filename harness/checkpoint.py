@@ -21,6 +21,9 @@ level; they are how tasks wait for one another (a file appears, by rename, once 
 token of the job attempt, keeps a file left by a killed attempt from being read by the next.
 
 Integrity:
+* One driver at a time: the driver holds an exclusive lock (flock) on a local DIR itself, so a
+  second run given the same DIR is refused before it clears or rewrites anything (object stores and
+  HDFS have no such lock; one run per folder is then the user's to keep).
 * The harness writes only inside a directory it created, or found empty, and marked with
   checkpoint.json (format and job identity). It clears or reuses nothing else: a non-empty directory
   without the marker, one whose marker names another job, or a marked one holding a file outside
@@ -34,6 +37,7 @@ Integrity:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -63,6 +67,10 @@ _TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|progress\.json|probe-[
 
 class CheckpointRefused(BadInput):
     """The checkpoint directory cannot be used: not the harness's, another job's, or damaged."""
+
+
+class CheckpointInUse(BadInput):
+    """Another driver holds the checkpoint directory. Not a CheckpointRefused: nothing may start it afresh."""
 _TAG = b"harness"
 
 
@@ -142,6 +150,7 @@ class Checkpoint:
         self.identity = dict(identity, format=FORMAT)
         self.job = job_id(self.identity)
         self.hashes: dict[str, list] = {}  # relative path -> [size, sha256] of the committed files
+        self._lock: int | None = None  # the descriptor of a local DIR the driver holds (`hold`)
 
     @property
     def where(self) -> str:
@@ -172,19 +181,50 @@ class Checkpoint:
         return f"{identity.get('spec')}, config {identity.get('digest')}, code {identity.get('code')}"
 
     # -- opening ------------------------------------------------------------------------------------
-    def open(self, resume: bool) -> dict | None:
+    def open(self, resume: bool, hold: bool = False) -> dict | None:
         """Make DIR usable for this job: the saved progress when resuming, None for a fresh start.
-        Refuses (BadInput) whenever that would touch data the harness does not own or trust."""
+        Refuses (BadInput) whenever that would touch data the harness does not own or trust. With `hold`
+        (the driver), a local DIR is locked before anything in it changes, until `release`."""
         try:
-            return self._open(resume)
+            return self._open(resume, hold)
         except OSError as exc:  # a filesystem that stopped answering, a permission taken away
+            self.release()
             raise BadInput(f"cannot use the checkpoint {self.where}: {getattr(exc, 'strerror', None) or exc}") from None
+        except BaseException:
+            self.release()
+            raise
 
-    def _open(self, resume: bool) -> dict | None:
+    def _hold(self) -> None:
+        """Lock a local DIR (made if absent) for this process, or refuse: another driver is using it."""
+        local = self.folder.local
+        if local is None or self._lock is not None:
+            return
+        local.mkdir(parents=True, exist_ok=True)
+        fd = os.open(local, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise CheckpointInUse(f"{self.where} is in use by another run (it holds the directory's lock); "
+                                    "refusing to touch it") from None
+        except OSError:  # a filesystem without flock (some network mounts): no lock, as on object stores
+            os.close(fd)
+            return
+        self._lock = fd
+
+    def release(self) -> None:
+        """Give up the lock `open(hold=True)` took (closing the descriptor releases it)."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def _open(self, resume: bool, hold: bool) -> dict | None:
         store = self.folder
         kind = store.kind()
         if kind == "file":
             raise CheckpointRefused(f"checkpoint path {self.where} is not a directory")
+        if hold and kind == "dir":  # first: another run's folder is "in use", whatever else is true of it
+            self._hold()  # (a lock on the directory itself writes nothing into it)
         marker = self._read_marker() if kind == "dir" else None
         if resume:
             if marker is None:
@@ -192,11 +232,15 @@ class Checkpoint:
             if marker != self.identity:
                 raise CheckpointRefused(f"--resume: {self.where} is the checkpoint of another job ({self._describe(marker)}); "
                                f"this run is {self._describe(self.identity)}")
+            if hold:
+                self._hold()
             return self._verify()
         if marker is None:
             if kind == "dir" and not store.empty():
                 raise CheckpointRefused(f"{self.where} is not empty and is not a checkpoint of the harness; refusing to "
                                "write there (choose an empty or new directory)")
+            if hold:
+                self._hold()
         elif marker != self.identity:
             raise CheckpointRefused(f"{self.where} holds the checkpoint of another job ({self._describe(marker)}); refusing "
                            "to clear it (resume that job, or choose another directory)")
@@ -204,6 +248,8 @@ class Checkpoint:
             foreign = self._foreign()
             if foreign is not None:
                 raise CheckpointRefused(f"{self.where} holds {foreign}, which the harness did not write; refusing to clear it")
+            if hold:
+                self._hold()
             for entry in (MANIFEST, LOG, PROGRESS, *KINDS):
                 store.delete(entry)
             for entry in store.files():

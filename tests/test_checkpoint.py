@@ -128,6 +128,31 @@ def test_an_undamaged_checkpoint_resumes_to_the_uninterrupted_result(reference, 
     assert summary(explore(model, ck, resume=True)) == expected
 
 
+def test_a_checkpoint_another_run_is_using_is_refused_and_left_as_it_is(reference, tmp_path, cli):
+    """Two runs given one directory (an overlapping nightly, a second terminal): the second would clear or
+    rewrite the first one's files, so it is refused while the first driver holds the directory."""
+    from harness.checkpoint import Checkpoint
+    from harness.store import Store
+
+    model, expected, ck = copy_of(reference, None, tmp_path)
+    before = {f: (ck / f).read_bytes() for f in data_files(ck)}
+    marker = json.loads((ck / "checkpoint.json").read_text())["identity"]
+    marker.pop("format")
+    first = Checkpoint(Store(str(ck)), marker)
+    first.open(resume=True, hold=True)
+    try:
+        for resume in (True, False):
+            with pytest.raises(BadInput, match="in use by another run"):
+                explore(model, ck, resume=resume)
+        code, _, err = cli("check", "example", "--config", "ci", "--engine", "spark", "--quiet", "--checkpoint", ck, "--resume")
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "in use by another run" in err, err
+        assert {f: (ck / f).read_bytes() for f in data_files(ck)} == before
+    finally:
+        first.release()
+    assert summary(explore(model, ck, resume=True)) == expected  # released: the next run may use it
+    assert summary(explore(model, ck, resume=False)) == expected  # and a finished run has released it too
+
+
 def test_resume_without_a_checkpoint_is_refused(tmp_path, cli):
     for target in (tmp_path / "absent", tmp_path):
         code, _, err = cli("check", "example", "--engine", "spark", "--quiet", "--checkpoint", target, "--resume")

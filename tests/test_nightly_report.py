@@ -19,9 +19,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 
 def nightly(reports: Path, *args: str) -> tuple[int, dict, Path]:
-    p = subprocess.run([sys.executable, "ci/nightly.py", "--quick", "--reports", str(reports), *args], cwd=ROOT,
+    # Checkpoints of its own: xdist may run this module's fixture on both workers at once.
+    p = subprocess.run([sys.executable, "ci/nightly.py", "--quick", "--reports", str(reports),
+                        "--checkpoints", str(reports.with_name(reports.name + "-checkpoints")), *args], cwd=ROOT,
                        capture_output=True, text=True, timeout=600)
     folder = max(reports.glob("*"), key=lambda f: f.stat().st_mtime)
+    assert (folder / "summary.json").exists(), p.stderr[-2000:]
     return p.returncode, json.loads((folder / "summary.json").read_text()), folder
 
 
@@ -51,6 +54,25 @@ def test_a_liveness_failure_the_spec_does_not_declare_fails_the_night(reports):
     [trace] = [t["file"] for t in summary["models"]["zk"]["liveness"]["violations"]]
     assert (folder / trace).exists()
     assert "ReassignmentCompletes" in (folder / "summary.md").read_text()
+
+
+def test_a_night_whose_checkpoint_another_night_holds_stops_in_one_line_and_touches_nothing(tmp_path):
+    import fcntl
+
+    held = tmp_path / "checkpoints" / "nightly-example-tiny"
+    held.mkdir(parents=True)
+    (held / "checkpoint.json").write_text("{}")  # unreadable to this night, which must say "in use" first
+    fd = os.open(held, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the other night's driver does
+        p = subprocess.run([sys.executable, "ci/nightly.py", "--quick", "--spec", "example", "--reports",
+                            str(tmp_path / "reports"), "--checkpoints", str(tmp_path / "checkpoints")],
+                           cwd=ROOT, capture_output=True, text=True, timeout=600)
+    finally:
+        os.close(fd)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("error")]
+    assert p.returncode == 2 and len(errors) == 1 and "in use by another run" in errors[0], p.stderr[-2000:]
+    assert "Traceback" not in p.stderr and os.listdir(held) == ["checkpoint.json"]
 
 
 def browser():

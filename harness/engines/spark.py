@@ -722,136 +722,139 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     job, store = make_job(model, checkpoint, check_deadlock=check_deadlock, max_depth=max_depth, keep_going=keep_going,
                           checkpoint_every=checkpoint_every)
     store.check_writable()
-    saved = store.open(resume)
-    if saved is None:
-        init, violations = first_level(model)
-        tag = f"part-0-{job['attempt']}"
-        ck.write_table(store.folder, store.job, "parents", 0, tag, pa.table(
-            {"fp": pa.array([fp for fp, _ in init], pa.int64()), "parent": pa.array([0] * len(init), pa.int64()),
-             "action": pa.array([INIT_ACTION] * len(init), pa.int32())}, schema=_PARENT_SCHEMA))
-        ck.write_table(store.folder, store.job, "frontier", 0, tag, states_table(model, init))
-        level, totals = 0, {"distinct": len(init), "generated": len(init), "frontier": len(init),
-                            "states_per_depth": [len(init)] if init else [], "gen_by_action": [0] * len(model.actions),
-                            "new_by_action": [0] * len(model.actions),
-                            "violations": {p: [0, fp] for p, fp in violations.items()},
-                            "spark_levels": 0, "driver_levels": 0}
-        store.commit(0, totals, _committed_files(job, -1, 0), keep=lambda rel: False)
-    else:
-        interrupt.note(f"the checkpoint of level {saved['level']} is kept: add --resume to continue")
-        level, totals = saved["level"], saved["totals"]
-
-    session: dict = {}
-    # The JVM writes its log to a local file: in the checkpoint directory, or beside it when that is remote.
-    log_file = (store.folder.local or Path(tempfile.mkdtemp(prefix="harness-spark-"))) / ck.LOG
-
-    deadline = None if time_limit is None else started + time_limit
-
-    def boot():
-        """In the background while the driver runs levels: the session, then (on a cluster) a first executor
-        and the probe task, then the Python workers warmed with the model."""
-        t = time.monotonic()
-        try:
-            sc = session["spark"] = (session_factory or start_session)(master, log_file)
-            session["start_seconds"] = time.monotonic() - t
-            session["ui"] = getattr(sc, "uiWebUrl", None)  # shown with the progress
-            if not wait_for_executors(sc, executor_wait, deadline):
-                session["no_executor_by_time_limit"] = True
-                return
-            t = time.monotonic()
-            if sc.master.startswith("local"):
-                warm_up(sc, job, _slots(sc))
-            else:
-                probe_executors(sc, job["dir"], job)  # which warms the workers it runs on
-            session["warm_seconds"] = time.monotonic() - t
-        except Exception as exc:  # reported when Spark is first needed
-            session["error"] = exc
-
-    def cancel_jobs():
-        if "spark" in session:
-            session["spark"].cancelAllJobs()
-
-    def report(level: int, totals: dict) -> None:
-        if progress:
-            progress({"distinct": totals["distinct"], "generated": totals["generated"], "depth": level,
-                      "queue": totals["frontier"], "elapsed": time.monotonic() - started, "spark_ui": session.get("ui")})
-
-    booter = threading.Thread(target=boot, daemon=True)
-    booter.start()
-    stopped_by: str | None = None
-    resumed_at = level
-    tasks = partitions
+    saved = store.open(resume, hold=True)  # a local DIR stays locked until the run ends
     try:
-        with interrupt.cancelling(cancel_jobs):
-            # Levels run here while Spark starts, and while they are small; then one Spark job runs the rest.
-            stopped_by = stop_reason(totals, level, max_depth, keep_going)
-            if stopped_by is False and not spark_levels_only:
-                worker = LevelWorker(job, 0, 1)
-                worker.load(level)
-                last = [level]
+        if saved is None:
+            init, violations = first_level(model)
+            tag = f"part-0-{job['attempt']}"
+            ck.write_table(store.folder, store.job, "parents", 0, tag, pa.table(
+                {"fp": pa.array([fp for fp, _ in init], pa.int64()), "parent": pa.array([0] * len(init), pa.int64()),
+                 "action": pa.array([INIT_ACTION] * len(init), pa.int32())}, schema=_PARENT_SCHEMA))
+            ck.write_table(store.folder, store.job, "frontier", 0, tag, states_table(model, init))
+            level, totals = 0, {"distinct": len(init), "generated": len(init), "frontier": len(init),
+                                "states_per_depth": [len(init)] if init else [], "gen_by_action": [0] * len(model.actions),
+                                "new_by_action": [0] * len(model.actions),
+                                "violations": {p: [0, fp] for p, fp in violations.items()},
+                                "spark_levels": 0, "driver_levels": 0}
+            store.commit(0, totals, _committed_files(job, -1, 0), keep=lambda rel: False)
+        else:
+            interrupt.note(f"the checkpoint of level {saved['level']} is kept: add --resume to continue")
+            level, totals = saved["level"], saved["totals"]
 
-                def stop_flag() -> str | None:
-                    if time_limit is not None and time.monotonic() - started > time_limit:
-                        return "time-limit"
-                    if len(worker.frontier) >= SMALL_LEVEL and not booter.is_alive():
-                        return "handoff"
-                    return None
+        session: dict = {}
+        # The JVM writes its log to a local file: in the checkpoint directory, or beside it when that is remote.
+        log_file = (store.folder.local or Path(tempfile.mkdtemp(prefix="harness-spark-"))) / ck.LOG
 
-                def commit(k: int) -> None:
-                    store.commit(k, totals, _committed_files(job, last[0], k), keep=lambda rel: rel.startswith("parents/"))
-                    last[0] = k
-                    interrupt.note(f"the checkpoint of level {k} is kept: add --resume to continue")
+        deadline = None if time_limit is None else started + time_limit
 
-                level, stopped_by = run_levels(worker, level, totals, commit=commit, stop_flag=stop_flag,
-                                               max_depth=max_depth, keep_going=keep_going, counter="driver_levels",
-                                               every=checkpoint_every, on_level=report)
-                worker.drop(level - 1)
-                del worker
-                if stopped_by == "handoff":
-                    stopped_by = False
-            if stopped_by is False:
-                t_wait = time.monotonic()
-                booter.join(None if deadline is None else max(deadline - t_wait, 0.0))
-                session["waited"] = time.monotonic() - t_wait
-                error = session.get("error")
-                if isinstance(error, BadInput):  # no executor in time, or executors that fail the probe
-                    raise error
-                if error is not None:
-                    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-                    raise BadInput(f"cannot start Spark ({master or 'from spark-submit'}): {first[:160]} "
-                                   f"(Spark's output: {log_file})")
-                if booter.is_alive() or session.get("no_executor_by_time_limit"):
-                    stopped_by = "time-limit"
+        def boot():
+            """In the background while the driver runs levels: the session, then (on a cluster) a first executor
+            and the probe task, then the Python workers warmed with the model."""
+            t = time.monotonic()
+            try:
+                sc = session["spark"] = (session_factory or start_session)(master, log_file)
+                session["start_seconds"] = time.monotonic() - t
+                session["ui"] = getattr(sc, "uiWebUrl", None)  # shown with the progress
+                if not wait_for_executors(sc, executor_wait, deadline):
+                    session["no_executor_by_time_limit"] = True
+                    return
+                t = time.monotonic()
+                if sc.master.startswith("local"):
+                    warm_up(sc, job, _slots(sc))
                 else:
-                    sc = session["spark"]
-                    tasks = min(partitions or 1 << 30, max(_slots(sc), 1))
-                    job["deadline"] = None if deadline is None else time.time() + (deadline - time.monotonic())
-                    t_jobs = time.monotonic()
-                    level, totals, stopped_by, tasks = _spark_jobs(sc, store, job, level, tasks, deadline, log_file,
-                                                                   report, session)
-                    session["level_seconds"] = time.monotonic() - t_jobs
-    except interrupt.Interrupted:
-        if "spark" in session:
-            stop_session(session["spark"])
-        raise
-    elapsed = time.monotonic() - started
-    result = CheckResult("spark", complete=stopped_by is None, stopped_by=stopped_by)
-    for prop, (depth, fp) in sorted(totals["violations"].items(), key=lambda kv: (kv[1][0], kv[0])):
-        result.violations.append(_reconstruct(model, job, depth, fp, prop))
-    result.stats = {"distinct": totals["distinct"], "generated": totals["generated"],
-                    "depth": len(totals["states_per_depth"]) - 1, "states_per_depth": totals["states_per_depth"],
-                    "seconds": round(elapsed, 3), "tasks": tasks or 1, "spark_jobs": session.get("jobs", 0),
-                    "spark_levels": totals["spark_levels"],
-                    "driver_levels": totals["driver_levels"], "resumed_at_level": resumed_at if resume else None,
-                    "checkpoint": job["dir"], "master": master, "spark_log": str(log_file),
-                    "session_start_seconds": round(session.get("start_seconds", 0.0), 2),
-                    "waited_for_session_seconds": round(session.get("waited", 0.0), 2),
-                    "seconds_without_session_wait": round(elapsed - session.get("waited", 0.0), 3),
-                    "spark_level_seconds": round(session.get("level_seconds", 0.0), 2),
-                    "warm_up_seconds": round(session.get("warm_seconds", 0.0), 2),
-                    "task_seconds": totals.get("task_seconds"), "task_expanded": totals.get("task_expanded"),
-                    "states_per_second": round(totals["distinct"] / elapsed) if elapsed else None}
-    result.record_coverage(model.rule_names, model.action_rule, totals["gen_by_action"], totals["new_by_action"])
-    return result
+                    probe_executors(sc, job["dir"], job)  # which warms the workers it runs on
+                session["warm_seconds"] = time.monotonic() - t
+            except Exception as exc:  # reported when Spark is first needed
+                session["error"] = exc
+
+        def cancel_jobs():
+            if "spark" in session:
+                session["spark"].cancelAllJobs()
+
+        def report(level: int, totals: dict) -> None:
+            if progress:
+                progress({"distinct": totals["distinct"], "generated": totals["generated"], "depth": level,
+                          "queue": totals["frontier"], "elapsed": time.monotonic() - started, "spark_ui": session.get("ui")})
+
+        booter = threading.Thread(target=boot, daemon=True)
+        booter.start()
+        stopped_by: str | None = None
+        resumed_at = level
+        tasks = partitions
+        try:
+            with interrupt.cancelling(cancel_jobs):
+                # Levels run here while Spark starts, and while they are small; then one Spark job runs the rest.
+                stopped_by = stop_reason(totals, level, max_depth, keep_going)
+                if stopped_by is False and not spark_levels_only:
+                    worker = LevelWorker(job, 0, 1)
+                    worker.load(level)
+                    last = [level]
+
+                    def stop_flag() -> str | None:
+                        if time_limit is not None and time.monotonic() - started > time_limit:
+                            return "time-limit"
+                        if len(worker.frontier) >= SMALL_LEVEL and not booter.is_alive():
+                            return "handoff"
+                        return None
+
+                    def commit(k: int) -> None:
+                        store.commit(k, totals, _committed_files(job, last[0], k), keep=lambda rel: rel.startswith("parents/"))
+                        last[0] = k
+                        interrupt.note(f"the checkpoint of level {k} is kept: add --resume to continue")
+
+                    level, stopped_by = run_levels(worker, level, totals, commit=commit, stop_flag=stop_flag,
+                                                   max_depth=max_depth, keep_going=keep_going, counter="driver_levels",
+                                                   every=checkpoint_every, on_level=report)
+                    worker.drop(level - 1)
+                    del worker
+                    if stopped_by == "handoff":
+                        stopped_by = False
+                if stopped_by is False:
+                    t_wait = time.monotonic()
+                    booter.join(None if deadline is None else max(deadline - t_wait, 0.0))
+                    session["waited"] = time.monotonic() - t_wait
+                    error = session.get("error")
+                    if isinstance(error, BadInput):  # no executor in time, or executors that fail the probe
+                        raise error
+                    if error is not None:
+                        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                        raise BadInput(f"cannot start Spark ({master or 'from spark-submit'}): {first[:160]} "
+                                       f"(Spark's output: {log_file})")
+                    if booter.is_alive() or session.get("no_executor_by_time_limit"):
+                        stopped_by = "time-limit"
+                    else:
+                        sc = session["spark"]
+                        tasks = min(partitions or 1 << 30, max(_slots(sc), 1))
+                        job["deadline"] = None if deadline is None else time.time() + (deadline - time.monotonic())
+                        t_jobs = time.monotonic()
+                        level, totals, stopped_by, tasks = _spark_jobs(sc, store, job, level, tasks, deadline, log_file,
+                                                                       report, session)
+                        session["level_seconds"] = time.monotonic() - t_jobs
+        except interrupt.Interrupted:
+            if "spark" in session:
+                stop_session(session["spark"])
+            raise
+        elapsed = time.monotonic() - started
+        result = CheckResult("spark", complete=stopped_by is None, stopped_by=stopped_by)
+        for prop, (depth, fp) in sorted(totals["violations"].items(), key=lambda kv: (kv[1][0], kv[0])):
+            result.violations.append(_reconstruct(model, job, depth, fp, prop))
+        result.stats = {"distinct": totals["distinct"], "generated": totals["generated"],
+                        "depth": len(totals["states_per_depth"]) - 1, "states_per_depth": totals["states_per_depth"],
+                        "seconds": round(elapsed, 3), "tasks": tasks or 1, "spark_jobs": session.get("jobs", 0),
+                        "spark_levels": totals["spark_levels"],
+                        "driver_levels": totals["driver_levels"], "resumed_at_level": resumed_at if resume else None,
+                        "checkpoint": job["dir"], "master": master, "spark_log": str(log_file),
+                        "session_start_seconds": round(session.get("start_seconds", 0.0), 2),
+                        "waited_for_session_seconds": round(session.get("waited", 0.0), 2),
+                        "seconds_without_session_wait": round(elapsed - session.get("waited", 0.0), 3),
+                        "spark_level_seconds": round(session.get("level_seconds", 0.0), 2),
+                        "warm_up_seconds": round(session.get("warm_seconds", 0.0), 2),
+                        "task_seconds": totals.get("task_seconds"), "task_expanded": totals.get("task_expanded"),
+                        "states_per_second": round(totals["distinct"] / elapsed) if elapsed else None}
+        result.record_coverage(model.rule_names, model.action_rule, totals["gen_by_action"], totals["new_by_action"])
+        return result
+    finally:
+        store.release()
 
 
 JOB_ATTEMPTS = 3  # Spark jobs in a row that may fail without committing a level before the run gives up
