@@ -35,6 +35,7 @@ import re
 import secrets
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -530,9 +531,10 @@ def check_master(master: str) -> None:
 _SESSION_LOCK = threading.Lock()
 
 
-def start_session(master: str | None, log_file: Path):
+def start_session(master: str | None, log_file: Path, dump_classes: Path | None = None):
     """A SparkContext whose JVM writes its own output (log4j, executor stack traces) to `log_file`,
-    so that the terminal gets the harness's one-line messages only."""
+    so that the terminal gets the harness's one-line messages only. The driver's JVM maps the class
+    archive when there is one; `dump_classes` makes it write one when it exits (`make_class_archive`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark import SparkConf, SparkContext
@@ -565,7 +567,12 @@ def start_session(master: str | None, log_file: Path):
             # The driver's JVM schedules one job and follows it: the C1 compiler alone and the serial collector
             # halve the CPU its start takes (5.9 -> 2.9 s on 2 cores, docs/PERFORMANCE.md), which the driver's
             # own levels share meanwhile. Executors on a cluster keep their defaults.
-            conf.set("spark.driver.extraJavaOptions", JVM_OPTIONS)
+            options = JVM_OPTIONS
+            if dump_classes is not None:
+                options += f" -XX:ArchiveClassesAtExit={dump_classes}"
+            elif class_archive().is_file():
+                options += f" -XX:SharedArchiveFile={class_archive()}"
+            conf.set("spark.driver.extraJavaOptions", options)
             with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
                 gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
         sc = SparkContext(conf=conf, gateway=gateway)
@@ -573,6 +580,61 @@ def start_session(master: str | None, log_file: Path):
         if not sc.master.startswith("local"):
             _ship_code(sc)
         return sc
+
+
+def class_archive() -> Path:
+    """Where the driver JVM's class-data-sharing archive lives: in the Python environment that holds
+    pyspark (and goes with it), named after pyspark's version, the java Spark starts and the JVM options.
+    A JVM that finds the archive does not match its classes ignores it (-Xshare:auto, the default)."""
+    from importlib.metadata import version
+
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
+    java = os.path.realpath(java or "java")
+    stamp = os.stat(java).st_mtime_ns if os.path.exists(java) else 0
+    key = hashlib.sha256(f"{version('pyspark')}\0{java}\0{stamp}\0{JVM_OPTIONS}".encode()).hexdigest()[:16]
+    return Path(sys.prefix) / "spark-class-archive" / f"driver-{key}.jsa"
+
+
+def make_class_archive() -> Path | None:
+    """Build the class archive once per environment (`make` does): a fresh Python starts a session whose
+    JVM runs a barrier job and, when it exits, writes the classes it loaded; the file is renamed into
+    place whole. A JVM that maps it starts Spark in about half the time (docs/PERFORMANCE.md). None if
+    it could not be built (the sessions then start as before)."""
+    from harness.files import temporary_name
+
+    target = class_archive()
+    if target.is_file():
+        return target
+    tmp = target.with_name(temporary_name(target.name))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="harness-spark-") as folder:
+            done = subprocess.run([sys.executable, "-c", "import sys; from harness.engines.spark import _load_classes; "
+                                   "sys.exit(_load_classes(sys.argv[1], sys.argv[2]))", str(tmp), folder],
+                                  capture_output=True, timeout=600)
+        if done.returncode != 0 or not tmp.is_file():
+            return None
+        os.replace(tmp, target)
+        return target
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _load_classes(archive: str, folder: str) -> int:
+    """In a fresh Python: what a search does with Spark (a session, a barrier job, the slot count, the
+    status tracker), then a clean stop so that the JVM exits normally and writes `archive`."""
+    sc = start_session("local[2]", Path(folder) / ck.LOG, dump_classes=Path(archive))
+    rdd = sc.parallelize(range(2), 2).barrier().mapPartitions(lambda part: [json.dumps(sum(part))])
+    rdd.collect()
+    _slots(sc)
+    sc.statusTracker().getActiveStageIds()
+    proc = sc._gateway.proc
+    sc.stop()
+    sc._gateway.shutdown()
+    proc.stdin.close()  # the gateway JVM exits when its standard input closes
+    return proc.wait(300)
 
 
 def stop_session(sc, seconds: float = 1.0) -> None:
