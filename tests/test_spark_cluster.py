@@ -78,6 +78,12 @@ def test_a_standalone_cluster_without_and_with_executors(tmp_path, cluster):
     assert code == 0, err
     expected = run_cli("check", "example", "--config", "ci", "--json", "--out", tmp_path / "bfs")
     assert json.loads(out)["stats"]["distinct"] == json.loads(expected[1])["stats"]["distinct"]
+    # Executors on this machine are started with the driver's class archive (the worker logs their command).
+    from harness.engines.spark import class_archive
+
+    [launch] = [f.read_text(errors="replace").splitlines()[0]
+                for f in sorted(cluster.workdir.glob("worker*-work/app-*/*/stderr"))][-1:]
+    assert launch.startswith("Spark Executor Command") and f"-XX:SharedArchiveFile={class_archive()}" in launch
 
 
 @pytest.mark.cluster

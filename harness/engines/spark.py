@@ -554,8 +554,12 @@ def start_session(master: str | None, log_file: Path, dump_classes: Path | None 
     # Spark's own retry of the stage would re-run it from where it began.
     conf.set("spark.stage.maxConsecutiveAttempts", "1")
     # Executors' JVMs only start Python workers and pass small messages: C1 and the serial collector halve
-    # the CPU their start takes, which the driver's levels share on a small cluster.
-    conf.setIfMissing("spark.executor.extraJavaOptions", JVM_OPTIONS)
+    # the CPU their start takes, which the driver's levels share on a small cluster. Executors on this
+    # machine map the driver's class archive too (a JVM given a missing archive would lose the JDK's own).
+    executor_options = JVM_OPTIONS
+    if master and _on_this_machine(master) and class_archive().is_file():
+        executor_options += f" -XX:SharedArchiveFile={class_archive()}"
+    conf.setIfMissing("spark.executor.extraJavaOptions", executor_options)
     # One per process, which a later search reuses; the lock keeps a search from taking the context another
     # search's background start has registered but not yet built.
     with _SESSION_LOCK:
@@ -593,6 +597,12 @@ def class_archive() -> Path:
     stamp = os.stat(java).st_mtime_ns if os.path.exists(java) else 0
     key = hashlib.sha256(f"{version('pyspark')}\0{java}\0{stamp}\0{JVM_OPTIONS}".encode()).hexdigest()[:16]
     return Path(sys.prefix) / "spark-class-archive" / f"driver-{key}.jsa"
+
+
+def _on_this_machine(master: str) -> bool:
+    """Whether a standalone master's executors run here (a cluster on the loopback address or this host)."""
+    host = urlparse(master).hostname if master.startswith("spark://") else None
+    return host in ("127.0.0.1", "localhost", "::1", socket.gethostname())
 
 
 def make_class_archive() -> Path | None:
