@@ -71,6 +71,8 @@ class CheckpointRefused(BadInput):
 
 class CheckpointInUse(BadInput):
     """Another driver holds the checkpoint directory. Not a CheckpointRefused: nothing may start it afresh."""
+
+
 _TAG = b"harness"
 
 
@@ -205,8 +207,8 @@ class Checkpoint:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise CheckpointInUse(f"{self.where} is in use by another run (it holds the directory's lock); "
-                                    "refusing to touch it") from None
+            raise CheckpointInUse(f"{self.where} is in use by another run of the harness (which holds its lock); "
+                                  "refusing to touch it") from None
         except OSError:  # a filesystem without flock (some network mounts): no lock, as on object stores
             os.close(fd)
             return
@@ -232,15 +234,13 @@ class Checkpoint:
             if marker != self.identity:
                 raise CheckpointRefused(f"--resume: {self.where} is the checkpoint of another job ({self._describe(marker)}); "
                                f"this run is {self._describe(self.identity)}")
-            if hold:
-                self._hold()
             return self._verify()
         if marker is None:
             if kind == "dir" and not store.empty():
                 raise CheckpointRefused(f"{self.where} is not empty and is not a checkpoint of the harness; refusing to "
                                "write there (choose an empty or new directory)")
             if hold:
-                self._hold()
+                self._hold()  # a new directory: made, then locked before it is marked
         elif marker != self.identity:
             raise CheckpointRefused(f"{self.where} holds the checkpoint of another job ({self._describe(marker)}); refusing "
                            "to clear it (resume that job, or choose another directory)")
@@ -248,8 +248,6 @@ class Checkpoint:
             foreign = self._foreign()
             if foreign is not None:
                 raise CheckpointRefused(f"{self.where} holds {foreign}, which the harness did not write; refusing to clear it")
-            if hold:
-                self._hold()
             for entry in (MANIFEST, LOG, PROGRESS, *KINDS):
                 store.delete(entry)
             for entry in store.files():

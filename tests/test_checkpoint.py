@@ -270,21 +270,24 @@ def test_the_owner_of_a_fingerprint_is_the_mixed_fingerprint_modulo_the_tasks():
 
 # ------------------------------------------------------------------- level workers, any number of tasks
 
-def run_tasks(model, ck: Path | str, tasks: int, **job_options):
+def run_tasks(model, ck: Path | str, tasks: int, start: int | None = None, **job_options):
     """The Spark job's tasks as threads of this process (the same `run_task`, the same files), from a level 0
-    the driver committed: what T tasks compute, without a JVM. Returns the committed totals and the end."""
+    the driver committed (or from the committed level `start`): what T tasks compute, without a JVM.
+    Returns the committed totals and the end."""
     import secrets
     import threading
 
     job, store = spark.make_job(model, str(ck), checkpoint_every=0, **job_options)
-    explore(model, ck, max_depth=0, **job_options)  # commits level 0 and stops
-    store.open(resume=True)
+    if start is None:
+        explore(model, ck, max_depth=0, **job_options)  # commits level 0 and stops
+    saved = store.open(resume=True)
+    start = saved["level"]
     job = dict(job, tasks=tasks, attempt=secrets.token_hex(4))
     ended, errors = {}, []
 
     def task(t):
         try:
-            ended[t] = spark.run_task(job, t, 0)
+            ended[t] = spark.run_task(job, t, start)
         except Exception as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)
 
@@ -311,6 +314,49 @@ def test_any_number_of_tasks_gives_the_same_search(tmp_path, name, preset, mutat
     b = bfs.explore(model, keep_going=True)
     assert seen[1][0] == b.stats["states_per_depth"] and seen[1][3] is None
     assert {p for p in seen[1][2]} == {v.outcome.property for v in b.violations}
+
+
+def test_a_level_the_driver_gives_up_midway_is_committed_unexpanded_and_the_tasks_finish_as_bfs(tmp_path):
+    """Spark came up in the middle of a driver level: the driver abandons it (`hand_over`), commits the
+    frontier it held as it was, and the tasks, expanding it afresh, end with BFS's search."""
+    import secrets
+
+    from harness import checkpoint as ck
+
+    model = bind("kraft", "leaderless")  # a level of over 1,024 states: where `hand_over` is first asked
+    folder = tmp_path / "ck"
+    job, store = spark.make_job(model, str(folder), checkpoint_every=0)
+    explore(model, folder, max_depth=0)
+    totals = store.open(resume=True)["totals"]
+    job = dict(job, tasks=1, attempt=secrets.token_hex(4))
+    worker = spark.LevelWorker(job, 0, 1)
+    worker.load(0)
+    asked, held = [], []
+
+    def hand_over(done):
+        asked.append(done)
+        held.append(sorted(fp for fp, _ in worker.frontier))
+        return True
+
+    last = [0]
+
+    def commit(k):
+        store.commit(k, totals, spark._committed_files(job, last[0], k), keep=lambda rel: rel.startswith("parents/"))
+        last[0] = k
+
+    level, stop = spark.run_levels(worker, 0, totals, commit=commit, stop_flag=lambda: None, max_depth=None,
+                                   keep_going=False, counter="driver_levels", every=60, hand_over=hand_over)
+    b = bfs.explore(model)
+    assert stop == "handoff" and asked == [1024 / b.stats["states_per_depth"][level]]
+    assert len(totals["states_per_depth"]) == level + 1  # the level given up is not counted
+    saved = store.open(resume=True)
+    assert saved["level"] == level
+    [name] = ck.names(store.folder, "frontier", level)
+    committed = ck.read_table(store.folder, store.job, "frontier", level, name).column("fp").to_pylist()
+    assert sorted(committed) == held[0] and len(committed) == b.stats["states_per_depth"][level]
+    finished, ended = run_tasks(model, folder, 2, start=level)
+    assert ended["stopped_by"] is None and finished["states_per_depth"] == b.stats["states_per_depth"]
+    assert finished["generated"] == b.stats["generated"]
 
 
 def test_a_frontier_from_one_initial_state_is_shared_out(tmp_path):

@@ -244,14 +244,19 @@ class LevelWorker:
         self.last_save = time.monotonic()
 
     # -- the three steps ------------------------------------------------------------------------------
-    def expand(self, level: int) -> dict:
+    def expand(self, level: int, give_up=None) -> dict | None:
+        """`give_up(done)`, asked every 1,024 states with the fraction of the frontier expanded so far, may
+        abandon the level (None), leaving the worker as it was before."""
         model = self.model
         successors, quiescent = model.successors, model.quiescent
         check_deadlock = model.check_deadlock
         deadlocks: dict[str, int] = {}
         found: list = []  # (action, state) of every successor, parent by parent
         counts = []
-        for fp, s in self.frontier:
+        held = len(self.frontier)
+        for i, (fp, s) in enumerate(self.frontier):
+            if give_up is not None and not i & 1023 and i and give_up(i / held):
+                return None
             succ = successors(s)
             if not succ and check_deadlock and not quiescent(s) and fp < deadlocks.get("Deadlock", fp + 1):
                 deadlocks["Deadlock"] = fp
@@ -415,18 +420,24 @@ def merge(totals: dict, level: int, reports: list[dict], counter: str) -> None:
 
 @cycle_collector_paused()
 def run_levels(worker: LevelWorker, level: int, totals: dict, *, commit, stop_flag, max_depth, keep_going,
-               counter: str, every: float, on_level=None) -> tuple[int, str | None]:
+               counter: str, every: float, on_level=None, hand_over=None) -> tuple[int, str | None]:
     """Expand levels from `level` (its frontier held by `worker`) until `stop_reason` says stop or a task's
     `stop_flag()` names a reason. A level is committed when the search stops there, or when `every`
     seconds have passed on some task's clock since it last saved (0: every level); `commit(level)` then
-    records it (task 0, or the driver) once every task has saved its frontier. Returns the level reached
-    and why it stopped (None: complete)."""
+    records it (task 0, or the driver) once every task has saved its frontier. `hand_over(done)` (the
+    driver, one task) may stop in the middle of a level: it is then committed unexpanded ("handoff").
+    Returns the level reached and why it stopped (None: complete)."""
     clock = time.perf_counter
     start = level
     stop = stop_reason(totals, level, max_depth, keep_going)
     while stop is False:
         t0 = clock()
-        report = worker.expand(level)
+        report = worker.expand(level, hand_over)
+        if report is None:
+            stop = "handoff"
+            worker.save(level)
+            commit(level)
+            break
         t1 = clock()
         report.update(worker.decide(level))
         t2 = clock()
@@ -462,6 +473,7 @@ def spark_task(job: dict, start_level: int) -> list[str]:
     return [json.dumps(ended)] if task == 0 else []
 
 
+@cycle_collector_paused()  # over the load and the levels: the first collection after the load alone would re-traverse it
 def run_task(job: dict, task: int, start_level: int) -> dict:
     """Task `task` of job["tasks"]: resume from the committed level and run to the end; task 0 commits.
     Returns the level reached and why it stopped."""
@@ -874,9 +886,14 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                         last[0] = k
                         interrupt.note(f"the checkpoint of level {k} is kept: add --resume to continue")
 
+                    def hand_over(done: float) -> bool:
+                        """Spark came up in the first half of a level: redone there at twice the speed, the level
+                        ends sooner than this process alone would end it."""
+                        return done < 0.5 and len(worker.frontier) >= SMALL_LEVEL and not booter.is_alive()
+
                     level, stopped_by = run_levels(worker, level, totals, commit=commit, stop_flag=stop_flag,
                                                    max_depth=max_depth, keep_going=keep_going, counter="driver_levels",
-                                                   every=checkpoint_every, on_level=report)
+                                                   every=checkpoint_every, on_level=report, hand_over=hand_over)
                     worker.drop(level - 1)
                     del worker
                     if stopped_by == "handoff":
