@@ -874,12 +874,13 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     worker.load(level)
                     last = [level]
 
+                    def spark_takes_over() -> bool:  # Spark is up, and the frontier is big enough to send it
+                        return len(worker.frontier) >= SMALL_LEVEL and not booter.is_alive()
+
                     def stop_flag() -> str | None:
                         if time_limit is not None and time.monotonic() - started > time_limit:
                             return "time-limit"
-                        if len(worker.frontier) >= SMALL_LEVEL and not booter.is_alive():
-                            return "handoff"
-                        return None
+                        return "handoff" if spark_takes_over() else None
 
                     def commit(k: int) -> None:
                         store.commit(k, totals, _committed_files(job, last[0], k), keep=lambda rel: rel.startswith("parents/"))
@@ -889,7 +890,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                     def hand_over(done: float) -> bool:
                         """Spark came up in the first half of a level: redone there at twice the speed, the level
                         ends sooner than this process alone would end it."""
-                        return done < 0.5 and len(worker.frontier) >= SMALL_LEVEL and not booter.is_alive()
+                        return done < 0.5 and spark_takes_over()
 
                     level, stopped_by = run_levels(worker, level, totals, commit=commit, stop_flag=stop_flag,
                                                    max_depth=max_depth, keep_going=keep_going, counter="driver_levels",
