@@ -272,17 +272,27 @@ def test_spark_on_kip642_matches_bfs(tmp_path):
     assert r.stats["states_per_depth"] == expected.stats["states_per_depth"]
 
 
-def test_the_driver_jvm_maps_the_class_archive_and_the_archive_is_built_whole():
-    """`make` builds the archive once per environment; a fresh driver JVM then maps it (its memory maps
-    name the file), which is what halves the session's start. Built here if this environment lacks it."""
+def test_the_class_archive_is_built_whole_and_the_driver_jvm_maps_it(tmp_path, monkeypatch):
+    """`make` builds the archive once per environment: whole, by a rename, replacing one of an earlier
+    pyspark or java; a fresh driver JVM then maps it (its memory maps name the file), which is what halves
+    the session's start."""
     import subprocess
     import sys
 
     from harness.engines import spark
 
-    archive = spark.make_class_archive()
-    assert archive is not None and archive == spark.class_archive() and archive.stat().st_size > 10_000_000
-    assert [f.name for f in archive.parent.iterdir()] == [archive.name]  # no temporary file left behind
+    environment = spark.class_archive()
+    built_here = tmp_path / "spark-class-archive" / environment.name
+    stale = built_here.with_name("driver-0123456789abcdef.jsa")
+    stale.parent.mkdir()
+    stale.write_bytes(b"an archive of another java")
+    with monkeypatch.context() as m:
+        m.setattr(spark, "class_archive", lambda: built_here)
+        assert spark.make_class_archive() == built_here and built_here.stat().st_size > 10_000_000
+    assert [f.name for f in built_here.parent.iterdir()] == [built_here.name]  # no temporary file, no stale one
+
+    archive = spark.make_class_archive()  # this environment's (make's), built if it lacks one
+    assert archive == environment and archive.is_file()
     probe = ("import sys, tempfile; from pathlib import Path; from harness.engines import spark; "
              "sc = spark.start_session('local[1]', Path(tempfile.mkdtemp()) / 'spark.log'); "
              "print(Path(f'/proc/{sc._gateway.proc.pid}/maps').read_text()); spark.stop_session(sc)")

@@ -637,6 +637,9 @@ def make_class_archive() -> Path | None:
         if done.returncode != 0 or not tmp.is_file():
             return None
         os.replace(tmp, target)
+        for stale in target.parent.glob("driver-*.jsa"):  # archives of an earlier pyspark, java or options
+            if stale != target and re.fullmatch(r"driver-[0-9a-f]{16}\.jsa", stale.name):
+                stale.unlink(missing_ok=True)
         return target
     except (OSError, subprocess.SubprocessError):
         return None
