@@ -316,9 +316,11 @@ def test_any_number_of_tasks_gives_the_same_search(tmp_path, name, preset, mutat
     assert {p for p in seen[1][2]} == {v.outcome.property for v in b.violations}
 
 
-def test_a_level_the_driver_gives_up_midway_is_committed_unexpanded_and_the_tasks_finish_as_bfs(tmp_path):
+@pytest.mark.parametrize("every", [60, 0])
+def test_a_level_the_driver_gives_up_midway_is_committed_unexpanded_and_the_tasks_finish_as_bfs(tmp_path, every):
     """Spark came up in the middle of a driver level: the driver abandons it (`hand_over`), commits the
-    frontier it held as it was, and the tasks, expanding it afresh, end with BFS's search."""
+    frontier it held as it was (unless that is committed already: every level is with `every` 0), and
+    the tasks, expanding it afresh, end with BFS's search."""
     import secrets
 
     from harness import checkpoint as ck
@@ -345,7 +347,8 @@ def test_a_level_the_driver_gives_up_midway_is_committed_unexpanded_and_the_task
         last[0] = k
 
     level, stop = spark.run_levels(worker, 0, totals, commit=commit, stop_flag=lambda: None, max_depth=None,
-                                   keep_going=False, counter="driver_levels", every=60, hand_over=hand_over)
+                                   keep_going=False, counter="driver_levels", every=every, hand_over=hand_over)
+    worker.drop(level - 1)  # as the driver does after its levels
     b = bfs.explore(model)
     assert stop == "handoff" and asked == [1024 / b.stats["states_per_depth"][level]]
     assert len(totals["states_per_depth"]) == level + 1  # the level given up is not counted
@@ -354,6 +357,13 @@ def test_a_level_the_driver_gives_up_midway_is_committed_unexpanded_and_the_task
     [name] = ck.names(store.folder, "frontier", level)
     committed = ck.read_table(store.folder, store.job, "frontier", level, name).column("fp").to_pylist()
     assert sorted(committed) == held[0] and len(committed) == b.stats["states_per_depth"][level]
+    # A driver resumed there gives up its very first level: what it loaded is the commit, which stays.
+    resumed = spark.LevelWorker(dict(job, attempt=secrets.token_hex(4)), 0, 1)
+    resumed.load(level)
+    again, stop = spark.run_levels(resumed, level, totals, commit=commit, stop_flag=lambda: None, max_depth=None,
+                                   keep_going=False, counter="driver_levels", every=60, hand_over=lambda done: True)
+    resumed.drop(again - 1)  # as the driver does after its levels
+    assert (again, stop) == (level, "handoff") and store.open(resume=True)["level"] == level
     finished, ended = run_tasks(model, folder, 2, start=level)
     assert ended["stopped_by"] is None and finished["states_per_depth"] == b.stats["states_per_depth"]
     assert finished["generated"] == b.stats["generated"]

@@ -428,15 +428,16 @@ def run_levels(worker: LevelWorker, level: int, totals: dict, *, commit, stop_fl
     driver, one task) may stop in the middle of a level: it is then committed unexpanded ("handoff").
     Returns the level reached and why it stopped (None: complete)."""
     clock = time.perf_counter
-    start = level
+    start = committed = level  # `committed`: the level whose frontier the checkpoint holds
     stop = stop_reason(totals, level, max_depth, keep_going)
     while stop is False:
         t0 = clock()
         report = worker.expand(level, hand_over)
         if report is None:
             stop = "handoff"
-            worker.save(level)
-            commit(level)
+            if level != committed:
+                worker.save(level)
+                commit(level)
             break
         t1 = clock()
         report.update(worker.decide(level))
@@ -461,6 +462,7 @@ def run_levels(worker: LevelWorker, level: int, totals: dict, *, commit, stop_fl
             worker.save(level)
             worker.seconds["save"] += clock() - t3
             commit(level)
+            committed = level
     return level, stop
 
 
