@@ -187,13 +187,14 @@ class Checkpoint:
         """Make DIR usable for this job: the saved progress when resuming, None for a fresh start.
         Refuses (BadInput) whenever that would touch data the harness does not own or trust. With `hold`
         (the driver), a local DIR is locked before anything in it changes, until `release`."""
+        held = self._lock is not None  # a lock this call did not take outlives its refusal
         try:
             return self._open(resume, hold)
-        except OSError as exc:  # a filesystem that stopped answering, a permission taken away
-            self.release()
-            raise BadInput(f"cannot use the checkpoint {self.where}: {getattr(exc, 'strerror', None) or exc}") from None
-        except BaseException:
-            self.release()
+        except BaseException as exc:
+            if not held:
+                self.release()
+            if isinstance(exc, OSError):  # a filesystem that stopped answering, a permission taken away
+                raise BadInput(f"cannot use the checkpoint {self.where}: {getattr(exc, 'strerror', None) or exc}") from None
             raise
 
     def _hold(self) -> None:
