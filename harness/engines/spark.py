@@ -604,12 +604,12 @@ def class_archive() -> Path:
     """Where the driver JVM's class-data-sharing archive lives: in the Python environment that holds
     pyspark (and goes with it), named after pyspark's version, the java Spark starts and the JVM options.
     A JVM that finds the archive does not match its classes ignores it (-Xshare:auto, the default)."""
-    from importlib.metadata import version
+    import pyspark  # its __version__: a pyspark run from a Spark distribution has no package metadata
 
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
     java = os.path.realpath(java or "java")
     stamp = os.stat(java).st_mtime_ns if os.path.exists(java) else 0
-    key = hashlib.sha256(f"{version('pyspark')}\0{java}\0{stamp}\0{JVM_OPTIONS}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{pyspark.__version__}\0{java}\0{stamp}\0{JVM_OPTIONS}".encode()).hexdigest()[:16]
     return Path(sys.prefix) / "spark-class-archive" / f"driver-{key}.jsa"
 
 
