@@ -202,7 +202,7 @@ class Checkpoint:
         local = self.folder.local
         if local is None or self._lock is not None:
             return
-        local.mkdir(parents=True, exist_ok=True)
+        self.folder.make()
         fd = os.open(local, os.O_RDONLY | os.O_DIRECTORY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

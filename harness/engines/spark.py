@@ -570,9 +570,10 @@ def start_session(master: str | None, log_file: Path, dump_classes: Path | None 
     # Executors' JVMs only start Python workers and pass small messages: C1 and the serial collector halve
     # the CPU their start takes, which the driver's levels share on a small cluster. Executors on this
     # machine map the driver's class archive too (a JVM given a missing archive would lose the JDK's own).
+    archive = class_archive()
     executor_options = JVM_OPTIONS
-    if master and _on_this_machine(master) and class_archive().is_file():
-        executor_options += f" -XX:SharedArchiveFile={class_archive()}"
+    if master and _on_this_machine(master) and archive.is_file():
+        executor_options += f" -XX:SharedArchiveFile={archive}"
     conf.setIfMissing("spark.executor.extraJavaOptions", executor_options)
     # One per process, which a later search reuses; the lock keeps a search from taking the context another
     # search's background start has registered but not yet built.
@@ -588,8 +589,8 @@ def start_session(master: str | None, log_file: Path, dump_classes: Path | None 
             options = JVM_OPTIONS
             if dump_classes is not None:
                 options += f" -XX:ArchiveClassesAtExit={dump_classes}"
-            elif class_archive().is_file():
-                options += f" -XX:SharedArchiveFile={class_archive()}"
+            elif archive.is_file():
+                options += f" -XX:SharedArchiveFile={archive}"
             conf.set("spark.driver.extraJavaOptions", options)
             with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
                 gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
@@ -723,7 +724,7 @@ def probe_executors(sc, checkpoint: str, job: dict | None = None) -> None:
     `job`, a worker that has everything also builds the job's model (the warm-up, in the same task)."""
     if sc.master.startswith("local"):
         return
-    location, modules = checkpoint, NEEDED_MODULES
+    location, modules, marker = checkpoint, NEEDED_MODULES, ck.MARKER  # plain values, shipped with `report`
 
     def report(_):  # defined here so that it is shipped by value: it must run where the harness is missing
         import importlib.util
@@ -742,7 +743,7 @@ def probe_executors(sc, checkpoint: str, job: dict | None = None) -> None:
             from harness.store import Store
             try:
                 store = Store(location)
-                seen = store.exists("checkpoint.json")  # the marker the driver wrote: the same folder
+                seen = store.exists(marker)  # the marker the driver wrote: the same folder
                 writable = store.writable()
             except Exception:  # noqa: BLE001 - a filesystem this executor cannot open is one it cannot write
                 seen = writable = False
@@ -1049,11 +1050,11 @@ def _slots(sc) -> int:
 def _reconstruct(model: Model, job: dict, depth: int, fp: int, prop: str):
     from harness.engines.bfs import reconstruct
 
-    chain = [fp]
+    chain, folder = [fp], _store(job)
     for level in range(depth, 0, -1):
         parent = None
-        for name in ck.names(_store(job), "parents", level):
-            table = ck.read_table(_store(job), job["id"], "parents", level, name)
+        for name in ck.names(folder, "parents", level):
+            table = ck.read_table(folder, job["id"], "parents", level, name)
             hit = table.filter(pa.compute.equal(table.column("fp"), chain[-1]))
             if hit.num_rows:
                 parent = hit.column("parent")[0].as_py()
