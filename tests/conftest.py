@@ -26,8 +26,9 @@ def load_json(path):
     return json.loads(Path(path).read_text())
 
 
-def listening_sockets(pids) -> dict[tuple[str, int], str]:
-    """(address, port) -> command of every TCP socket that a process in `pids`, or a descendant, listens on."""
+def listening_sockets(pids) -> dict[tuple[str, int], tuple[int, str]]:
+    """(address, port) -> (pid, command) of every TCP socket that a process in `pids`, or a descendant,
+    listens on."""
     import psutil
 
     found = {}
@@ -41,7 +42,7 @@ def listening_sockets(pids) -> dict[tuple[str, int], str]:
             try:
                 for conn in proc.net_connections("tcp"):
                     if conn.status == psutil.CONN_LISTEN:
-                        found[(conn.laddr.ip, conn.laddr.port)] = " ".join(proc.cmdline()[:3])
+                        found[(conn.laddr.ip, conn.laddr.port)] = (proc.pid, " ".join(proc.cmdline()[:3]))
             except psutil.Error:  # it ended meanwhile
                 pass
     return found

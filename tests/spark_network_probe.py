@@ -40,7 +40,7 @@ while not started.exists():
     time.sleep(0.05)
 jobs_page = urllib.request.urlopen(f"{sc.uiWebUrl}/jobs/", timeout=60).read().decode() if sc.uiWebUrl else ""
 conf = sc.getConf()
-print(json.dumps({"listening": [[ip, port, command] for (ip, port), command in listening_sockets([os.getpid()]).items()],
+print(json.dumps({"listening": [[ip, port, command] for (ip, port), (_, command) in listening_sockets([os.getpid()]).items()],
                   "settings": {key: conf.get(key, None) for key in ("spark.ui.killEnabled", "spark.driver.bindAddress",
                                                                     "spark.driver.host", "spark.ui.enabled")},
                   "ui": sc.uiWebUrl, "kill_link": "/jobs/job/kill" in jobs_page}))
