@@ -616,7 +616,7 @@ def network_settings(master: str, given: dict[str, str], jvm_local_ip: str | Non
     links off; and where every executor runs on this machine, the driver's endpoints (RPC, block manager)
     on 127.0.0.1, and the UI off if the JVM has no SPARK_LOCAL_IP to bind it to (a JVM the harness did
     not start, under spark-submit). Elsewhere remote executors must reach the driver: where it binds,
-    and authentication and encryption, are the user's (README, 'On a cluster')."""
+    and authentication and encryption, are the user's (README)."""
     chosen = {"spark.ui.killEnabled": "false"}
     if _executors_on_loopback(master):
         if "spark.driver.bindAddress" not in given and "spark.driver.host" not in given:  # one choice, the user's
