@@ -1,4 +1,4 @@
-"""A Spark standalone cluster on 127.0.0.1, started from the installed pyspark: a master and workers of
+"""A Spark standalone cluster on 127.0.0.1 (every port and web UI), started from the installed pyspark: a master and workers of
 one core each, as separate JVMs. For the cluster tests and `make bench`, and for trying the Spark engine
 on a real cluster without installing Spark:
 
@@ -53,10 +53,11 @@ class StandaloneCluster:
         self._procs: list[subprocess.Popen] = []
         self._initial = workers
 
-    def _start(self, name: str, *args: str) -> subprocess.Popen:
+    def _start(self, name: str, *args: str, **extra_env: str) -> subprocess.Popen:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        # SPARK_LOCAL_IP: the web UIs bind to it (else to every address); the other ports to --host
         env = {**os.environ, "SPARK_HOME": str(SPARK_CLASS.parent.parent), "SPARK_LOCAL_IP": "127.0.0.1",
-               "SPARK_WORKER_DIR": str(self.workdir / f"{name}-work")}
+               "SPARK_WORKER_DIR": str(self.workdir / f"{name}-work"), **extra_env}
         with open(self.workdir / f"{name}.log", "wb") as log:
             p = subprocess.Popen([str(SPARK_CLASS), *args], stdout=log, stderr=subprocess.STDOUT, env=env,
                                  start_new_session=True)
@@ -64,8 +65,11 @@ class StandaloneCluster:
         return p
 
     def __enter__(self) -> StandaloneCluster:
+        # No kill links in the master's UI, and no REST submission server (it takes jobs without authentication).
         self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                    "--port", str(self.port), "--webui-port", str(self.webui))
+                    "--port", str(self.port), "--webui-port", str(self.webui),
+                    SPARK_MASTER_OPTS=f"{os.environ.get('SPARK_MASTER_OPTS', '')} -Dspark.ui.killEnabled=false "
+                                      "-Dspark.master.rest.enabled=false".strip())
         wait_for(lambda: listening(self.port), 60, "the Spark master never listened")
         for _ in range(self._initial):
             self.add_worker()

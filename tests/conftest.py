@@ -24,3 +24,33 @@ def cli():
 
 def load_json(path):
     return json.loads(Path(path).read_text())
+
+
+def listening_sockets(pids) -> dict[tuple[str, int], tuple[int, str]]:
+    """(address, port) -> (pid, command) of every TCP socket that a process in `pids`, or a descendant,
+    listens on."""
+    import psutil
+
+    found = {}
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+        for proc in procs:
+            try:
+                for conn in proc.net_connections("tcp"):
+                    if conn.status == psutil.CONN_LISTEN:
+                        found[(conn.laddr.ip, conn.laddr.port)] = (proc.pid, " ".join(proc.cmdline()[:3]))
+            except psutil.Error:  # it ended meanwhile
+                pass
+    return found
+
+
+def is_loopback(address: str) -> bool:
+    """127.0.0.0/8 and ::1, also as an IPv4-mapped IPv6 address (how Java's dual-stack sockets show)."""
+    import ipaddress
+
+    ip = ipaddress.ip_address(address)
+    return (getattr(ip, "ipv4_mapped", None) or ip).is_loopback

@@ -394,3 +394,54 @@ def test_spark_run_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path):
     assert r["stats"]["states_per_depth"] == expected.stats["states_per_depth"]
     assert {k: v["generated"] for k, v in r["coverage"].items()} == \
         {k: v["generated"] for k, v in expected.coverage.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("user_conf", [None, "spark.ui.killEnabled true\nspark.driver.host localhost\n"],
+                         ids=["harness-settings", "user-spark-defaults"])
+def test_a_local_spark_session_listens_on_loopback_only_and_its_ui_offers_no_kill(tmp_path, user_conf):
+    """Issue 36: while a task runs, nothing of a local session (the driver's Python, its JVM, the Python
+    workers) listens on an address other machines reach, and the UI's jobs page has no kill link; a
+    setting in the user's spark-defaults.conf wins over the harness's."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import is_loopback
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if user_conf:
+        (tmp_path / "spark-defaults.conf").write_text(user_conf)
+        env["SPARK_CONF_DIR"] = str(tmp_path)
+    p = subprocess.run([sys.executable, "tests/spark_network_probe.py", "local[1]"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    seen = json.loads(p.stdout.splitlines()[-1])
+    commands = {command.split()[0].rsplit("/", 1)[-1] for _, _, command in seen["listening"]}
+    assert {"java", "python"} <= commands  # the JVM and the Python workers' daemon were seen
+    assert [(ip, port) for ip, port, _ in seen["listening"] if not is_loopback(ip)] == []
+    if user_conf:
+        assert seen["settings"]["spark.ui.killEnabled"] == "true" and seen["kill_link"]
+        assert seen["settings"]["spark.driver.host"] == "localhost" and seen["settings"]["spark.driver.bindAddress"] is None
+    else:
+        assert seen["settings"]["spark.ui.killEnabled"] == "false" and not seen["kill_link"]
+        assert seen["settings"]["spark.driver.bindAddress"] == seen["settings"]["spark.driver.host"] == "127.0.0.1"
+        assert seen["ui"].startswith("http://127.0.0.1:")
+
+
+def test_spark_network_settings_leave_a_remote_drivers_address_and_any_explicit_setting_to_the_user():
+    from harness.engines.spark import network_settings
+
+    on_loopback = {"spark.ui.killEnabled": "false", "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+    for master in ("local[*]", "local", "local-cluster[2,1,1024]", "spark://127.0.0.1:7077", "spark://localhost:7077",
+                   "spark://[::1]:7077,127.0.0.2:7078"):
+        assert network_settings(master, {}, "127.0.0.1") == on_loopback, master
+    # a master other machines reach: remote executors must reach the driver, so where it binds is the user's choice
+    for master in ("spark://10.1.2.3:7077", "spark://127.0.0.1:7077,spark-master:7077", "yarn", "k8s://https://k:6443"):
+        assert network_settings(master, {}, None) == {"spark.ui.killEnabled": "false"}, master
+    # a JVM without SPARK_LOCAL_IP (spark-submit's) would put a local session's UI on every address
+    assert network_settings("local[2]", {}, None) == {**on_loopback, "spark.ui.enabled": "false"}
+    assert network_settings("local[2]", {"spark.ui.enabled": "true"}, None) == on_loopback
+    # the user's settings win, and the driver's two addresses are one choice
+    assert network_settings("local[2]", {"spark.ui.killEnabled": "true", "spark.driver.host": "h"}, "127.0.0.1") == {}
+    assert network_settings("local[2]", {"spark.driver.bindAddress": "0.0.0.0"}, "127.0.0.1") == {"spark.ui.killEnabled": "false"}

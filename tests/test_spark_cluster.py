@@ -11,11 +11,12 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, is_loopback, listening_sockets, run_cli
 from harness.standalone import SPARK_CLASS, StandaloneCluster, wait_for
 
 
@@ -84,6 +85,35 @@ def test_a_standalone_cluster_without_and_with_executors(tmp_path, cluster):
     [launch] = [f.read_text(errors="replace").splitlines()[0]
                 for f in sorted(cluster.workdir.glob("worker*-work/app-*/*/stderr"))][-1:]
     assert launch.startswith("Spark Executor Command") and f"-XX:SharedArchiveFile={class_archive()}" in launch
+
+
+@pytest.mark.cluster
+def test_a_run_on_the_harness_standalone_cluster_listens_on_loopback_only(tmp_path, cluster):
+    """Issue 36: the master, the worker, the executor, the driver and every Python process listen on
+    127.0.0.1 only, and the master's page offers no kill link for the running application."""
+    def running_apps() -> list:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{cluster.webui}/json/", timeout=5) as r:
+                return json.load(r)["activeapps"]
+        except (OSError, ValueError):  # the UI is not up yet
+            return []
+
+    p = subprocess.Popen(spark_args(tmp_path, cluster.url, "kraft", "tiny", "--executor-wait", "600"), cwd=ROOT,
+                         env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: running_apps() or p.poll() is not None, 120, "the run never registered with the master")
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.webui}/", timeout=10) as r:
+        master_page = r.read().decode()
+    assert "kafka-reassignment-harness" in master_page  # the running application is listed
+    assert "app/kill" not in master_page
+    cluster.add_worker()  # the run waits for an executor meanwhile
+    seen: dict = {}
+    while p.poll() is None:
+        seen.update(listening_sockets([p.pid, *(proc.pid for proc in cluster._procs)]))
+        time.sleep(0.1)
+    out, err = p.communicate()
+    assert p.returncode == 0, err
+    assert len({pid for pid, command in seen.values() if "java" in command}) == 4  # driver, master, worker, executor
+    assert [address for address in seen if not is_loopback(address[0])] == []
 
 
 @pytest.mark.cluster

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import ipaddress
 import json
 import logging
 import operator
@@ -581,8 +582,8 @@ def start_session(master: str | None, log_file: Path, dump_classes: Path | None 
         active = SparkContext._active_spark_context
         if active is not None:
             return active
-        gateway = None
-        if "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None:  # else the JVM is running
+        gateway = SparkContext._gateway
+        if "PYSPARK_GATEWAY_PORT" not in os.environ and gateway is None:  # else the JVM is running
             # The driver's JVM schedules one job and follows it: the C1 compiler alone and the serial collector
             # halve the CPU its start takes (5.9 -> 2.9 s on 2 cores, docs/PERFORMANCE.md), which the driver's
             # own levels share meanwhile. Executors on a cluster keep their defaults.
@@ -592,13 +593,65 @@ def start_session(master: str | None, log_file: Path, dump_classes: Path | None 
             elif archive.is_file():
                 options += f" -XX:SharedArchiveFile={archive}"
             conf.set("spark.driver.extraJavaOptions", options)
-            with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
+            # The web UI binds to the JVM's SPARK_LOCAL_IP, else to every address (no setting moves it).
+            local_ip = {"SPARK_LOCAL_IP": "127.0.0.1"} if master and _executors_on_loopback(master) else {}
+            with open(log_file, "ab") as log, _environment(local_ip):  # the child keeps its own copy of the descriptor
                 gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        if gateway is None:  # under spark-submit: a client of its JVM
+            gateway = launch_gateway()
+        # The JVM's own conf: spark-defaults.conf and --conf (of spark-submit or PYSPARK_SUBMIT_ARGS), which win.
+        given = dict(SparkConf(_jvm=gateway.jvm).getAll())
+        for key, value in network_settings(master or given.get("spark.master", ""), given,
+                                           gateway.jvm.System.getenv("SPARK_LOCAL_IP")).items():
+            conf.set(key, value)
         sc = SparkContext(conf=conf, gateway=gateway)
         sc.setLogLevel("ERROR")
         if not sc.master.startswith("local"):
             _ship_code(sc)
         return sc
+
+
+def network_settings(master: str, given: dict[str, str], jvm_local_ip: str | None) -> dict[str, str]:
+    """The network settings the harness chooses where the job's conf (`given`) has none: the UI's kill
+    links off; and where every executor runs on this machine, the driver's endpoints (RPC, block manager)
+    on 127.0.0.1, and the UI off if the JVM has no SPARK_LOCAL_IP to bind it to (a JVM the harness did
+    not start, under spark-submit). Elsewhere remote executors must reach the driver: where it binds,
+    and authentication and encryption, are the user's (README)."""
+    chosen = {"spark.ui.killEnabled": "false"}
+    if _executors_on_loopback(master):
+        if "spark.driver.bindAddress" not in given and "spark.driver.host" not in given:  # one choice, the user's
+            chosen |= {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+        if not jvm_local_ip:
+            chosen["spark.ui.enabled"] = "false"
+    return {key: value for key, value in chosen.items() if key not in given}
+
+
+def _executors_on_loopback(master: str) -> bool:
+    """Whether every executor reaches the driver over loopback: a local master, or a standalone master on
+    a loopback address (only this machine's workers can register with it)."""
+    if master.startswith("spark://"):
+        return all(_is_loopback(urlparse(f"spark://{hostport}").hostname) for hostport in master[len("spark://"):].split(","))
+    return bool(_LOCAL_MASTER.fullmatch(master))
+
+
+def _is_loopback(host: str | None) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]):
+    """`values` in os.environ, for the JVM that pyspark launches (it copies os.environ), unless the user set
+    them; then as before."""
+    added = {key: value for key, value in values.items() if key not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
 
 
 def class_archive() -> Path:
