@@ -63,7 +63,8 @@ def preferred_leader_first(cfg, s: State) -> bool | Violated:
 
 @spec.invariant(name="BatchWithinLimits", reads=("batch_size", "leader_moves", "limits"))
 def batch_within_limits(cfg, s: State) -> bool | Violated:
-    """A batch moves at most P partitions and, under the described rule, at most L leaders."""
+    """A batch moves at most P partitions and, under the described rule, at most L leaders (steps that end
+    with a new leader, whatever `moves` counted)."""
     if s.batch_size > s.limits.p:
         return Violated(f"the batch moves {s.batch_size} partitions, P = {s.limits.p}")
     if s.leader_moves > s.limits.l:

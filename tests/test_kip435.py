@@ -33,9 +33,96 @@ def test_example_reading_reproduces_the_kips_four_steps(min_isr):
 def test_text_reading_of_the_example_is_recorded():
     """The numbered rules read literally drop two replicas in the first step too (three steps), and with
     MinISR = 1 rule 3.3 compares |NR| with MinISR and adds one replica while dropping two: the partition
-    shrinks to four replicas on the way."""
-    assert steps(KIP_FTR, KIP_CR, 2, 2, "text") == [KIP_CR, (5, 6, 2, 3, 4), (5, 6, 7, 8, 4), KIP_FTR]
-    assert steps(KIP_FTR, KIP_CR, 2, 1, "text") == [KIP_CR, (5, 6, 2, 3, 4), (5, 6, 7, 4), (5, 6, 7, 8), KIP_FTR]
+    shrinks to four replicas on the way. Rule 4, TR = CR + NR - DR, appends the new replicas after the
+    survivors: the new preferred leader 5 is not first until the last step orders TR as FTR (rule 5)."""
+    assert steps(KIP_FTR, KIP_CR, 2, 2, "text") == [KIP_CR, (2, 3, 4, 5, 6), (4, 5, 6, 7, 8), KIP_FTR]
+    assert steps(KIP_FTR, KIP_CR, 2, 1, "text") == [KIP_CR, (2, 3, 4, 5, 6), (4, 5, 6, 7), (5, 6, 7, 8), KIP_FTR]
+
+
+# ------------------------------------------------------------------- the choices the KIP leaves open
+
+def test_the_step_that_adds_a_new_preferred_leader_adds_it_alone_or_with_others():
+    """Rule 3.2 puts FTR's new preferred leader in NR; whether 3.3/3.4 then add more in that step is open.
+    `alone`: only the leader (PR #6011 adds one new replica per step); `with-others`: up to R in all. The
+    MinISR top-up (Proposed Changes: the first step's exception) applies under both."""
+    grow_ftr, grow_cr = (3, 1, 2, 4), (1, 2)
+    assert step(grow_ftr, grow_cr, grow_cr, 1, 2, 1, "example", leader_step="with-others").nr == (3, 4)
+    assert step(grow_ftr, grow_cr, grow_cr, 1, 2, 1, "example", leader_step="alone").nr == (3,)
+    assert step(KIP_FTR, KIP_CR, KIP_CR, 0, 2, 1, "text", leader_step="with-others").nr == (5, 6)
+    alone = step(KIP_FTR, KIP_CR, KIP_CR, 0, 2, 1, "text", leader_step="alone")
+    assert alone.nr == (5,) and alone.dr == (0, 1) and alone.tr == (2, 3, 4, 5)
+    # (1,2,3) with only 1 in sync, MinISR 3: the top-up adds two although the step adds a new leader
+    assert step((4, 1, 5), (1, 2, 3), {1}, 1, 1, 3, "example", leader_step="alone").nr == (4, 5)
+
+
+def test_the_min_isr_top_up_counts_the_in_sync_replicas_before_or_after_the_drops():
+    """(1,2,3) with 3 behind -> (2,4,5), MinISR 3, R = 1: before the drop of 1 two replicas are in sync, so
+    the top-up adds one; after it only 2 is, so it adds two (beyond R)."""
+    ftr, cr, isr = (2, 4, 5), (1, 2, 3), {1, 2}
+    assert step(ftr, cr, isr, 1, 1, 3, "example", topup="before").nr == (4,)
+    assert step(ftr, cr, isr, 1, 1, 3, "example", topup="after").nr == (4, 5)
+
+
+def test_how_a_leader_movement_is_counted_for_l():
+    """`leaders`: two partitions whose first steps add a new preferred leader that the step then elects.
+    Counted as a step whose TR leads with another replica (`first`), L = 1 keeps one of them out of the
+    batch; counted as a step whose TR lacks the current leader (`leaves`, step 7's "if current leader not
+    in TR"), neither counts and the batch moves two leaders."""
+    assert not bfs.explore(model("leaders", moves="first")).violations
+    r = bfs.explore(model("leaders", moves="leaves"))
+    assert [(v.outcome.property, v.depth) for v in r.violations] == [("BatchWithinLimits", 1)]
+
+
+def test_describe_lists_each_choice_with_its_source():
+    from harness.present import describe
+
+    variants = {v["name"]: v for v in describe(SPEC, None)["variants"]}
+    assert set(variants) == {"reading", "leader_step", "topup", "moves", "batch", "wait"}
+    assert "PR #6011" in variants["leader_step"]["doc"] and "3.3" in variants["topup"]["doc"]
+    assert "step 7" in variants["moves"]["doc"] and "Performing reassignment" in variants["wait"]["doc"]
+    assert variants["wait"]["value"] == "none" and variants["wait"]["choices"] == ["none", "new", "target"]
+
+
+# ------------------------------------------------------------------- KIP-435 as written
+
+def test_kip_435_as_written_loses_acknowledged_records_on_its_own_example():
+    """The default is the KIP's own execution (Performing reassignment, steps 1-10: DR are forced out of the
+    ISR in the step that adds NR, nothing waits for NR to catch up). On the KIP's partition with its R = 2
+    and Kafka's default MinISR = 1, four steps whose new replicas have not caught up leave 5 the only
+    in-sync replica and then delete it: 8 actions. The failure is declared expected."""
+    cfg = SPEC.config("example")
+    assert (cfg.reading, cfg.wait, cfg.r, cfg.min_isr) == ("example", "none", 2, 1)
+    assert "example" in SPEC.expected
+    r = bfs.explore(SPEC.bind(cfg), keep_going=True, max_depth=8)
+    assert {v.outcome.property: v.depth for v in r.violations} == {"IsrFloor": 8, "NoAckedRecordLost": 8}
+    # waiting for the target (the existing algorithm's step 4) is safe on the same partition
+    assert not bfs.explore(model("example", wait="target")).violations
+
+
+def test_presets_that_check_another_choice_pin_the_safe_execution():
+    """A mutation, or an unsafe reading of the step calculation, is caught at a preset whose unmutated
+    protocol is safe there, so what catches it is the mutation or reading (not the default's loss)."""
+    for name, mutation in SPEC.mutations.items():
+        assert not bfs.explore(SPEC.bind(SPEC.config(mutation.caught_at))).violations, name
+    assert SPEC.config("ci").wait == "target"
+
+
+# ------------------------------------------------------------------- replicas behind at the start
+
+def test_initial_states_include_every_choice_of_replicas_behind():
+    """`lagging`: up to that many replicas of each partition other than its leader start out of the ISR."""
+    m = SPEC.bind(SPEC.config("tiny", ["replicas=[[1,2,3]]", "targets=[[1,2,3]]", "lagging=1"]))
+    assert sorted(s.partitions[0].isr for s in m.init_states()) == sorted([0b1110, 0b0110, 0b1010])
+
+
+def test_waiting_for_the_new_replicas_only_shrinks_the_isr_without_a_failure():
+    """`wait-new`: (1,2,3) -> (2,4) with 2 behind, R = 2, MinISR 2, no failures: the step drops 1 and 3,
+    adds 4 and waits for 4 only; the ISR ends as {4}."""
+    cfg = SPEC.config("wait-new")
+    assert cfg.max_failures == 0
+    r = bfs.explore(SPEC.bind(cfg))
+    assert [(v.outcome.property, v.depth) for v in r.violations] == [("IsrFloor", 3)]
+    assert not bfs.explore(model("wait-new", wait="target")).violations
 
 
 # ------------------------------------------------------------------- the step function's properties
@@ -78,6 +165,8 @@ def test_text_reading_limits_and_terminates(args):
     ftr, cr, isr, leader, r, min_isr = args
     s = step(ftr, cr, isr, leader, r, min_isr, "text")
     assert len(s.dr) <= r and len(s.nr) <= max(r, 1)
+    if s.tr != ftr:  # rule 4: the survivors in CR's order, then NR (rule 5 orders only the last step)
+        assert s.tr == tuple(b for b in cr if b not in s.dr) + s.nr
     path = steps(ftr, cr, r, min_isr, "text")
     assert path[-1] == ftr and len(path) - 1 <= step_bound(ftr, cr, r, min_isr, "text")
 
@@ -125,9 +214,12 @@ def test_each_mutation_is_caught_at_its_config(name):
     ("drop2", {"wait": "none"}, "IsrFloor", 2),                    # the new list read literally: DR out at once
     ("ci", {"wait": "none"}, "NoAckedRecordLost", 4),
     ("ci", {"wait": "new"}, "IsrFloor", 5),                        # waiting for NR only: a failed TR replica
-    ("wait-new", {}, "NoAckedRecordLost", 7),
+    ("wait-new", {}, "IsrFloor", 3),                               # waiting for NR only: a replica behind
+    ("example", {}, "NoAckedRecordLost", 8),                       # KIP-435 as written, on its own example
     ("leaders", {"batch": "pseudocode"}, "BatchWithinLimits", 1),  # leader movements first, no L
+    ("leaders", {"moves": "leaves"}, "BatchWithinLimits", 1),      # a new preferred leader escapes L
     ("short", {"reading": "text"}, "TopUp", 1),                    # rule 3.3 caps the top-up at R
+    ("leader-first", {"reading": "text"}, "PreferredLeaderFirst", 1),  # rule 4 puts the new leader last
 ])
 def test_unsafe_readings_are_found_with_their_shortest_traces(preset, variants, prop, length):
     r = bfs.explore(model(preset, **variants), keep_going=True, max_depth=length)
@@ -167,3 +259,24 @@ def test_continue_traces_replay_and_record_the_violations_on_the_way(tmp_path):
     lost.write_text(json.dumps(doc))
     report = replay(read_trace(lost))
     assert not report.ok and "IsrFloor on the way does not reproduce" in report.message
+
+
+# ------------------------------------------------------------------- the docs' table of readings
+
+def test_the_docs_table_gives_every_reading_combination_a_verdict():
+    """docs/ARCHITECTURE.md, "The kip435 model": one row per combination of the step calculation's and the
+    execution's choices, each with a safe and a live verdict."""
+    import itertools
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md").read_text()
+    section = text.split("## The kip435 model")[1].split("\n## ")[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 6 and re.fullmatch(r"`(example|text)`( \(default\))?", cells[0]):
+            rows[tuple(c.split()[0].strip("`") for c in cells[:4])] = cells[4:6]
+    choices = [SPEC.variants[k] for k in ("reading", "leader_step", "topup", "wait")]
+    assert set(rows) == set(itertools.product(*choices))
+    verdicts = [(safe.split()[0].rstrip(":"), live.split()[0]) for safe, live in rows.values()]
+    assert all(safe in ("yes", "no") and live in ("yes", "no") for safe, live in verdicts)

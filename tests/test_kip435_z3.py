@@ -45,7 +45,8 @@ def test_every_model_step_is_a_step_of_the_relation(preset, settings):
 
 
 @pytest.mark.parametrize("variants,mutation", [
-    (("reading=text",), None), (("wait=none",), None), (("wait=new",), None), ((), "drop_before_in_sync"),
+    (("reading=text",), None), (("reading=text", "leader_step=alone"), None), (("leader_step=alone",), None),
+    (("topup=after",), None), (("wait=none",), None), (("wait=new",), None), ((), "drop_before_in_sync"),
     ((), "ignore_r"), ((), "skip_topup"), ((), "no_reorder"), ((), "leader_later"), ((), "keep_leader"),
 ])
 def test_the_relation_follows_variants_and_mutations(variants, mutation):
@@ -90,6 +91,14 @@ def test_prove_proves_the_safe_readings_for_every_input_up_to_8_brokers():
     assert result["checks"] == 8 * (1 + len(sym.RULES)) * len(SPEC.z3_invariants)
 
 
+@pytest.mark.parametrize("variants", [("leader_step=alone",), ("topup=after",)])
+def test_prove_proves_the_safe_readings_of_the_open_choices(variants):
+    """The choices the KIP leaves open in the step calculation keep the step properties under the existing
+    algorithm's wait (ci), for every input up to 4 brokers."""
+    result = z3prove.prove(SPEC.bind(config("ci", (), variants)), max_brokers=4)
+    assert result["proved"] and not result["ctis"], result["ctis"]
+
+
 @pytest.mark.parametrize("preset,variants,mutation,rule,prop", [
     ("drop2", (), "drop_before_in_sync", "drop_replicas", "IsrFloor"),
     ("short", (), "ignore_r", "collect_batch", "StepWithinR"),
@@ -99,6 +108,7 @@ def test_prove_proves_the_safe_readings_for_every_input_up_to_8_brokers():
     ("short", ("reading=text",), None, "collect_batch", "TopUp"),
     ("drop2", ("wait=none",), None, "drop_replicas", "NoAckedRecordLost"),
     ("drop2", ("wait=new",), None, "drop_replicas", "IsrFloor"),
+    ("leader-first", ("reading=text",), None, "collect_batch", "PreferredLeaderFirst"),
 ])
 def test_prove_reports_a_reachable_cti_for_each_unsafe_choice(preset, variants, mutation, rule, prop):
     result = z3prove.prove(SPEC.bind(config(preset, (), variants, mutation)), max_brokers=3)

@@ -20,11 +20,16 @@ Abstractions (docs/ARCHITECTURE.md, "The kip435 model"):
 * The controller does not fail; a batch's steps start atomically when the batch is collected.
 * R, P and L change only between batches (`change_config`, budgeted), so a change affects the next
   step calculation only (KIP-435, Proposed Changes).
+
+The choices the KIP leaves open are variants (`Kip435Config`). The defaults are KIP-435 as written: the
+worked example's step calculation and the new algorithm's step list, which waits for nothing before
+forcing DR out; it loses acknowledged records on the KIP's own example (`expected` below).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations, product
 from typing import Annotated, NamedTuple
 
 from harness.bitset import as_list, mask, members
@@ -44,8 +49,8 @@ class Step(NamedTuple):
 
 
 def _place(cr: tuple, nr: tuple, dr: tuple, leader_first: int | None) -> tuple:
-    """TR = CR + NR - DR as a list: each new replica takes the slot of a dropped one (the KIP's
-    example keeps the survivors' positions), a new preferred leader goes first, the rest go last."""
+    """TR = CR + NR - DR as the worked example lists it: each new replica takes the slot of a dropped one
+    (the survivors keep their positions), a new preferred leader goes first, the rest go last."""
     rest = [b for b in nr if b != leader_first]
     out = []
     for b in cr:
@@ -60,13 +65,15 @@ def _place(cr: tuple, nr: tuple, dr: tuple, leader_first: int | None) -> tuple:
     return tuple(out)
 
 
-def step(ftr, cr, isr, leader, r: int, min_isr: int, reading: str = "example", *, ignore_r: bool = False,
-         skip_topup: bool = False, keep_order: bool = False, leader_later: bool = False) -> Step:
+def step(ftr, cr, isr, leader, r: int, min_isr: int, reading: str = "example", *, leader_step: str = "with-others",
+         topup: str = "before", ignore_r: bool = False, skip_topup: bool = False, keep_order: bool = False,
+         leader_later: bool = False) -> Step:
     """The next reassignment step of one partition (KIP-435, "Calculating a Reassignment Step").
 
     ftr, cr: replica lists (final target, current); isr: the in-sync brokers (any iterable);
     leader: the current leader (NO_LEADER: none); r: reassignment.parallel.replica.count; min_isr:
-    min.insync.replicas. Returns (NR, DR, TR). The keyword flags are the model's mutations.
+    min.insync.replicas; leader_step, topup: the choices the KIP leaves open (`Kip435Config`). Returns
+    (NR, DR, TR). The other keyword flags are the model's mutations.
 
     Rule by rule (numbers as in the KIP):
     1. Only FTR and CR are inputs (plus the ISR, leader, R and MinISR the later rules name).
@@ -77,39 +84,47 @@ def step(ftr, cr, isr, leader, r: int, min_isr: int, reading: str = "example", *
        3.4 otherwise as many as R allows.
     4. TR = CR + NR - DR.  5. If TR holds exactly FTR's replicas it is FTR, in FTR's order.
 
-    `text` reads 2-4 literally: every step drops up to R, and 3.3 compares |NR| (not the in-sync
-    count) with MinISR, so with MinISR = 1 a step drops two and adds one. `example` is the reading
-    that reproduces the KIP's worked example: the step that adds a new preferred leader drops
-    nothing (the leader moves first, "Proposed Changes"); other steps drop up to R and add up to R
-    but no more than keeps |TR| at |FTR|; 3.3 is the MinISR top-up of "Proposed Changes": when
-    fewer than MinISR replicas of CR are in sync, add at least MinISR minus that count, beyond R.
-    Both readings take new replicas from FTR - CR in FTR order (taking one already in CR adds nothing).
+    `text` reads 2-4 literally: every step drops up to R, 3.3 compares |NR| (not the in-sync count)
+    with MinISR, so with MinISR = 1 a step drops two and adds one, and TR is CR's survivors followed by
+    NR. `example` is the reading that reproduces the KIP's worked example: the step that adds a new
+    preferred leader drops nothing (the leader moves first, "Proposed Changes"); other steps drop up to
+    R and add up to R but no more than keeps |TR| at |FTR|; 3.3 is the MinISR top-up of "Proposed
+    Changes": when fewer than MinISR replicas are in sync (of CR, or of CR - DR: `topup`), add at least
+    MinISR minus that count, beyond R; TR puts each new replica where a dropped one stood and a new
+    preferred leader first. Under `leader_step=alone` the step that adds a new preferred leader adds
+    nothing else but the top-up (rule 3.4 does not apply to it). Both readings take new replicas from
+    FTR - CR in FTR order (taking one already in CR adds nothing).
     """
     ftr, cr, isr = tuple(ftr), tuple(cr), set(isr)
     if ignore_r:
         r = len(ftr) + len(cr)
     er = [b for b in cr if b not in ftr]                      # 2.2
     missing = [b for b in ftr if b not in cr]                 # candidates for NR
-    in_sync = sum(1 for b in cr if b in isr)                  # 3.1
     preferred = ftr[0]
     new_leader = preferred not in cr and preferred != leader and not leader_later  # 3.2
     nr: list[int] = [preferred] if new_leader else []
+    alone = new_leader and leader_step == "alone"             # rule 3.4 does not apply to the leader's step
     if reading == "text":
         dr = er[:r]                                           # 2.3 (n of 2.1 unused)
-        want = min(min_isr, r) if len(nr) < min_isr else r    # 3.3 / 3.4, |NR| compared with MinISR
-        if skip_topup:
-            want = r
-        nr += [b for b in missing if b not in nr][:max(0, want - len(nr))]
+        if len(nr) < min_isr and not skip_topup:              # 3.3, |NR| compared with MinISR
+            want = min(min_isr, r)
+        else:                                                 # 3.4
+            want = len(nr) if alone else r
     elif reading == "example":
         dr = [] if new_leader else er[:r]
         room = len(ftr) - (len(cr) - len(dr))                 # keeps |TR| at most |FTR| (the example)
-        want = max(len(nr), min(r, room))
+        want = len(nr) if alone else max(len(nr), min(r, room))
+        counted = cr if topup == "before" else [b for b in cr if b not in dr]
+        in_sync = sum(1 for b in counted if b in isr)         # 3.1
         if in_sync < min_isr and not skip_topup:              # the MinISR top-up may exceed R
             want = max(want, min_isr - in_sync)
-        nr += [b for b in missing if b not in nr][:max(0, want - len(nr))]
     else:
         raise ValueError(f"unknown reading {reading!r}")
-    tr = _place(cr, tuple(nr), tuple(dr), preferred if new_leader else None)
+    nr += [b for b in missing if b not in nr][:max(0, want - len(nr))]
+    if reading == "text":
+        tr = tuple(b for b in cr if b not in dr) + tuple(nr)  # 4, literally: NR after the survivors
+    else:
+        tr = _place(cr, tuple(nr), tuple(dr), preferred if new_leader else None)
     if set(tr) == set(ftr) and not keep_order:                # 5: the last step is FTR
         tr = ftr
     return Step(tuple(nr), tuple(dr), tr)
@@ -141,19 +156,37 @@ def step_bound(ftr, cr, r: int, min_isr: int = 1, reading: str = "example") -> i
 @dataclass(frozen=True)
 class Kip435Config(Config):
     reading: str = variant("example", "step calculation: example = the reading that reproduces the KIP's worked "
-                                      "example, text = the numbered rules read literally", ("example", "text"))
+                                      "example (new replicas where the dropped ones stood, a new preferred leader "
+                                      "first), text = the numbered rules read literally (rule 4: TR = CR + NR - DR, "
+                                      "NR after the survivors)", ("example", "text"))
+    leader_step: str = variant("with-others", "the step that adds FTR's new preferred leader (rule 3.2): with-others "
+                                              "= rules 3.3-3.4 go on, up to R new replicas in all; alone = only the "
+                                              "leader, beyond it only the MinISR top-up (as the KIP author's draft, "
+                                              "apache/kafka PR #6011, adds one new replica a step)",
+                               ("with-others", "alone"))
+    topup: str = variant("before", "the MinISR top-up of reading=example (Proposed Changes; rule 3.1/3.3) counts "
+                                   "the in-sync replicas of CR: before = all of CR, after = CR - DR (the survivors "
+                                   "of the step's drops)", ("before", "after"))
     batch: str = variant("described", "batch collection: described = at most L leader movements, the rest filled "
                                       "with other moves; pseudocode = leader movements first, as written",
                          ("described", "pseudocode"))
-    wait: str = variant("target", "when DR may be forced out: target = once every TR replica is in the ISR (the "
-                                  "existing algorithm's step 4), new = once every NR replica is, none = at once (the "
-                                  "new algorithm's list read literally)", ("target", "new", "none"))
+    moves: str = variant("first", "what counts as a leader movement for L (Collecting a reassignment batch leaves "
+                                  "involvesLeaderReassignment undefined): first = TR's first replica is not the "
+                                  "current leader (the step ends with it leading); leaves = the current leader is "
+                                  "not in TR (Performing reassignment, step 7: a new leader only if the current one "
+                                  "is not in TR)", ("first", "leaves"))
+    wait: str = variant("none", "when DR are forced out of the ISR: none = in the step that adds NR (KIP-435, "
+                                "Performing reassignment for a single partition, new algorithm, steps 1-10: nothing "
+                                "waits for NR to catch up), new = once every NR replica is in the ISR (Motivation: "
+                                "bring one replica in sync, then remove an old one), target = once every TR replica "
+                                "is (the existing algorithm's step 4)", ("none", "new", "target"))
     brokers: int = param(4, "brokers 1..N", lo=1, hi=MAX_BROKERS)
     replicas: tuple[tuple[int, ...], ...] = ids(((1, 2), (2, 3)), "each partition's current replicas (CR); the first "
                                                 "leads", most=MAX_BROKERS, lists=4)
     targets: tuple[tuple[int, ...], ...] = ids(((3, 4), (3, 4)), "each partition's final target replicas (FTR)",
                                                most=MAX_BROKERS, lists=4)
-    lagging: int = param(0, "the last `lagging` replicas of each partition start out of the ISR", lo=0, hi=8)
+    lagging: int = param(0, "up to `lagging` replicas of each partition, other than its first (the leader), start "
+                            "out of the ISR: one initial state per choice of them", lo=0, hi=8)
     r: int = param(1, "reassignment.parallel.replica.count (R)", lo=1, hi=MAX_BROKERS)
     p: int = param(1, "reassignment.parallel.partition.count (P)", lo=1, hi=4)
     l: int = param(1, "reassignment.parallel.leader.movements (L)", lo=1, hi=4)
@@ -179,7 +212,7 @@ class Partition(NamedTuple):
     adding: Annotated[int, IdSet()]  # NR of the running step
     removing: Annotated[int, IdSet()]  # DR of the running step
     target: Annotated[tuple, Seq(Int())]  # TR of the running step; () = none
-    step_isr: int  # in-sync replicas of CR when the step was computed (history)
+    step_isr: int  # in-sync replicas the step's MinISR top-up counted (`topup`) (history)
     step_r: int  # the R the step was computed with (history)
     start_isr: int  # in-sync replicas when the reassignment started (history)
     steps: int  # steps taken (history)
@@ -205,49 +238,70 @@ class State(NamedTuple):
     late: int  # a first step that added FTR's preferred leader ended with another leader while it could lead
 
 
+# The existing algorithm's wait (step 4), for the presets that check something other than the execution: the
+# default (KIP-435's own step list) loses records on most of them, which would hide what they check.
+WAIT_FOR_TARGET = {"wait": "target"}
+
 PRESETS = {
     # One partition (1,2) -> (3,2): no leader movement, one step.
     "tiny": {"brokers": 3, "replicas": [[1, 2]], "targets": [[3, 2]], "r": 1},
     # A new preferred leader whose slot CR's order does not free: (1,2,3) -> (4,1,5) adds 4 before anything
     # moves; without rule 3.2 the first step is (1,4,3) and 4 leads only at the end.
-    "leader-first": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[4, 1, 5]], "r": 1},
+    "leader-first": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[4, 1, 5]], "r": 1, **WAIT_FOR_TARGET},
     # Three partitions, R = 1, P = 2, L = 1, MinISR 2, two broker failures, a change of R/P/L: every rule
-    # fires (290,055 states, depth 26).
+    # fires (290,055 states, depth 26). The existing algorithm's wait: the gate exhausts it for no violation.
     "ci": {"brokers": 4, "replicas": [[1, 2], [2, 3], [3, 1]], "targets": [[3, 4], [3, 4], [4, 1]], "r": 1, "p": 2,
-           "l": 1, "min_isr": 2, "max_failures": 2, "max_config_changes": 1},
+           "l": 1, "min_isr": 2, "max_failures": 2, "max_config_changes": 1, **WAIT_FOR_TARGET},
     # KIP-435, "Proposed Changes": (0,1,2,3,4) -> (5,6,7,8,9), R = 2, leader 0; brokers shifted by one.
+    # MinISR 1 (Kafka's default). KIP-435 as written loses acknowledged records here (`expected` below).
     "example": {"brokers": 10, "replicas": [[1, 2, 3, 4, 5]], "targets": [[6, 7, 8, 9, 10]], "r": 2},
     # Two partitions that both move their leader, P = 2, L = 1: a batch may not move both leaders.
-    "leaders": {"brokers": 4, "replicas": [[1, 2], [2, 1]], "targets": [[3, 4], [4, 3]], "p": 2, "l": 1},
-    # An under-replicated partition: (1,2,3) with only 1 in sync, MinISR 3, R = 1: the first step must add
-    # two replicas, beyond R (KIP-435, "Proposed Changes").
-    "short": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "lagging": 2, "min_isr": 3, "r": 1},
+    "leaders": {"brokers": 4, "replicas": [[1, 2], [2, 1]], "targets": [[3, 4], [4, 3]], "p": 2, "l": 1,
+                **WAIT_FOR_TARGET},
+    # An under-replicated partition: (1,2,3) with up to 2 behind, MinISR 3, R = 1: with only 1 in sync the
+    # first step must add two replicas, beyond R (KIP-435, "Proposed Changes").
+    "short": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "lagging": 2, "min_isr": 3, "r": 1,
+              **WAIT_FOR_TARGET},
     # The last step needs reordering: (1,2) -> (2,3) gives (3,2) before rule 5.
-    "order": {"brokers": 3, "replicas": [[1, 2]], "targets": [[2, 3]], "r": 1},
+    "order": {"brokers": 3, "replicas": [[1, 2]], "targets": [[2, 3]], "r": 1, **WAIT_FOR_TARGET},
     # Three replicas, two dropped at once, MinISR 2.
-    "drop2": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "r": 2, "min_isr": 2},
+    "drop2": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "r": 2, "min_isr": 2, **WAIT_FOR_TARGET},
     # The unsafe readings of the KIP (the corpus commits each one's shortest trace; `expected` below).
     "no-wait": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "r": 2, "min_isr": 2, "wait": "none"},
-    "wait-new": {"brokers": 4, "replicas": [[1, 2], [2, 3], [3, 1]], "targets": [[3, 4], [3, 4], [4, 1]], "r": 1,
-                 "p": 2, "l": 1, "min_isr": 2, "max_failures": 2, "wait": "new"},
+    # (1,2,3) -> (2,4) with up to one replica behind, R = 2, MinISR 2, no failures: with 2 behind, the step
+    # drops 1 and 3 and waits for 4 only.
+    "wait-new": {"brokers": 4, "replicas": [[1, 2, 3]], "targets": [[2, 4]], "lagging": 1, "r": 2, "min_isr": 2,
+                 "wait": "new"},
     "pseudocode": {"brokers": 4, "replicas": [[1, 2], [2, 1]], "targets": [[3, 4], [4, 3]], "p": 2, "l": 1,
-                   "batch": "pseudocode"},
+                   "batch": "pseudocode", **WAIT_FOR_TARGET},
+    "leaves": {"brokers": 4, "replicas": [[1, 2], [2, 1]], "targets": [[3, 4], [4, 3]], "p": 2, "l": 1,
+               "moves": "leaves", **WAIT_FOR_TARGET},
     "text-topup": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[1, 4, 5]], "lagging": 2, "min_isr": 3, "r": 1,
-                   "reading": "text"},
+                   "reading": "text", **WAIT_FOR_TARGET},
+    "text-leader": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[4, 1, 5]], "r": 1, "reading": "text",
+                    **WAIT_FOR_TARGET},
     # Three partitions of three replicas, two broker failures, a change of R/P/L (1,324,169 states, depth 33).
     "nightly": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
-                [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 2, "max_config_changes": 1},
+                [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 2, "max_config_changes": 1,
+                **WAIT_FOR_TARGET},
 }
 
 spec = Spec("kip435", Kip435Config, State, doc=__doc__, presets=PRESETS, deadlock=True, expected={
-    "no-wait": "the new algorithm's step list read literally (wait=none): DR forced out of the ISR before the new "
+    "example": "KIP-435 as written (the default: wait=none) on its own example, R = 2, MinISR 1: the steps force DR "
+               "out of the ISR before NR catch up, until the last in-sync replica is deleted (Performing reassignment "
+               "for a single partition, steps 8-9: nothing waits for NR)",
+    "no-wait": "the new algorithm's step list (wait=none, the default): DR forced out of the ISR before the new "
                "replicas are in sync (KIP-435, Performing reassignment for a single partition, steps 8-9)",
-    "wait-new": "waiting for NR only (wait=new): a TR replica that failed during the step is not waited for, so DR "
-                "leave the ISR below MinISR (the existing algorithm's step 4 waits for every target replica)",
+    "wait-new": "waiting for NR only (wait=new): a TR replica behind at the start is not waited for, so DR leave "
+                "the ISR below MinISR (the existing algorithm's step 4 waits for every target replica)",
     "pseudocode": "the batch pseudo-code as written (batch=pseudocode): leader movements fill the batch before L "
                   "is applied (KIP-435, Collecting a reassignment batch)",
+    "leaves": "a leader movement counted only when the current leader leaves TR (moves=leaves): a step that makes "
+              "a new preferred leader lead escapes L (KIP-435, Collecting a reassignment batch)",
     "text-topup": "rule 3.3 read literally (reading=text): the MinISR top-up is capped at min(MinISR, R), against "
                   "Proposed Changes (KIP-435, Calculating a Reassignment Step)",
+    "text-leader": "rule 4 read literally (reading=text): TR = CR + NR - DR puts the new preferred leader after the "
+                   "survivors, so the first step does not make it lead (KIP-435, Proposed Changes)",
 })
 spec.mutation("drop_before_in_sync", rule="drop_replicas", caught_at="drop2",
               removes="waiting for NR in the ISR before forcing DR out (the existing algorithm's step 4)")
@@ -286,7 +340,18 @@ def set_partition(s: State, i: int, new: Partition) -> tuple:
 def compute(cfg, s_limits: Limits, i: int, p: Partition) -> Step:
     m = cfg.mutated
     return step(cfg.targets[i], p.replicas, members(p.isr), p.leader, s_limits.r, cfg.min_isr, cfg.reading,
-                ignore_r=m.ignore_r, skip_topup=m.skip_topup, keep_order=m.no_reorder, leader_later=m.leader_later)
+                leader_step=cfg.leader_step, topup=cfg.topup, ignore_r=m.ignore_r, skip_topup=m.skip_topup,
+                keep_order=m.no_reorder, leader_later=m.leader_later)
+
+
+def top_up_count(cfg, p: Partition, dr: tuple) -> int:
+    """The in-sync replicas the step's MinISR top-up counted (`topup`): of CR, or of CR - DR."""
+    return sum(1 for b in p.replicas if p.isr >> b & 1 and (cfg.topup == "before" or b not in dr))
+
+
+def moves_leader(cfg, p: Partition, st: Step) -> bool:
+    """Whether the batch counts the step as a leader movement (`moves`)."""
+    return st.tr[0] != p.leader if cfg.moves == "first" else p.leader not in st.tr
 
 
 def elect(p: Partition, alive: int, order: tuple) -> int:
@@ -294,18 +359,22 @@ def elect(p: Partition, alive: int, order: tuple) -> int:
     return next((b for b in order if p.isr >> b & 1 and alive >> b & 1), NO_LEADER)
 
 
+def behind_choices(cr: tuple, most: int) -> list[int]:
+    """The ISRs a partition may start with: all of CR but up to `most` replicas other than its first."""
+    return [mask(b for b in cr if b not in out) for k in range(most + 1) for out in combinations(cr[1:], k)]
+
+
 @spec.init
 def init(cfg):
-    """Every partition at its CR, led by its first replica; all but the last `lagging` replicas in sync."""
-    parts = []
-    for cr in cfg.replicas:
-        isr = mask(cr[:len(cr) - cfg.lagging])
-        parts.append(Partition(replicas=tuple(cr), isr=isr, leader=cr[0], adding=0, removing=0, target=(),
-                               step_isr=0, step_r=0, start_isr=isr.bit_count(),
-                               steps=0))
-    yield State(partitions=tuple(parts), limits=Limits(cfg.r, cfg.p, cfg.l), config_changes=cfg.max_config_changes,
-                alive=mask(brokers(cfg)), failures=cfg.max_failures, leader_moves=0,
-                batch_size=0, shrunk=0, lost=0, late=0)
+    """Every partition at its CR, led by its first replica; up to `lagging` other replicas behind (in CR,
+    not in the ISR), every choice of them an initial state."""
+    for isrs in product(*(behind_choices(cr, cfg.lagging) for cr in cfg.replicas)):
+        parts = tuple(Partition(replicas=tuple(cr), isr=isr, leader=cr[0], adding=0, removing=0, target=(), step_isr=0,
+                                step_r=0, start_isr=isr.bit_count(), steps=0)
+                      for cr, isr in zip(cfg.replicas, isrs))
+        yield State(partitions=parts, limits=Limits(cfg.r, cfg.p, cfg.l), config_changes=cfg.max_config_changes,
+                    alive=mask(brokers(cfg)), failures=cfg.max_failures, leader_moves=0,
+                    batch_size=0, shrunk=0, lost=0, late=0)
 
 
 @spec.rule(fair=True, precondition=lambda cfg, s: not any(p.target for p in s.partitions))
@@ -322,7 +391,7 @@ def collect_batch(cfg, s):
         st = compute(cfg, s.limits, i, p)
         if st.tr == p.replicas:
             continue
-        (moves if st.tr[0] != p.leader else others).append((i, st))
+        (moves if moves_leader(cfg, p, st) else others).append((i, st))
     if not moves and not others:
         return None
     if cfg.batch == "pseudocode" or cfg.mutated.ignore_l:
@@ -335,8 +404,9 @@ def collect_batch(cfg, s):
         p = parts[i]
         cur = p.replicas
         parts = parts[:i] + (p._replace(replicas=st.tr + tuple(b for b in cur if b in st.dr), adding=mask(st.nr),
-                                        removing=mask(st.dr), target=st.tr, step_isr=in_sync(p),
+                                        removing=mask(st.dr), target=st.tr, step_isr=top_up_count(cfg, p, st.dr),
                                         step_r=s.limits.r),) + parts[i + 1:]
+    # the leaders the batch moves, whatever `moves` counted: each step ends with TR's first replica leading
     n_moves = sum(1 for i, st in chosen if st.tr[0] != s.partitions[i].leader)
     return s._replace(partitions=parts, leader_moves=n_moves, batch_size=len(chosen))
 

@@ -93,21 +93,26 @@ def collect_batch(s, t, cfg):
     t_ftr = z3.Bool("collect_t_ftr")
     r = count(f) + count(cr) if m.ignore_r else s["r"]
     er, missing = cr & ~f, f & ~cr                                    # 2.2; the candidates for NR
-    in_sync = count(cr & isr)                                         # 3.1
     new_leader = z3.And(fh & cr == 0, s["L"] != fh) if not m.leader_later else z3.BoolVal(False)  # 3.2
     nr0 = z3.If(new_leader, 1, 0)
+    alone = z3.And(new_leader, z3.BoolVal(cfg.leader_step == "alone"))  # no rule 3.4 in the leader's step
+    in_sync = count(cr & isr & (~dr if cfg.topup == "after" else all_mask(n)))  # 3.1, as `topup` counts
     if cfg.reading == "example":
         n_dr = z3.If(new_leader, 0, zmin(r, count(er)))
         room = count(f) - (count(cr) - n_dr)
-        want = zmax(nr0, zmin(r, room))
+        want = z3.If(alone, nr0, zmax(nr0, zmin(r, room)))
         if not m.skip_topup:
             want = z3.If(in_sync < s["min_isr"], zmax(want, s["min_isr"] - in_sync), want)
     else:
         n_dr = zmin(r, count(er))                                     # 2.3
-        want = r if m.skip_topup else z3.If(nr0 < s["min_isr"], zmin(s["min_isr"], r), r)  # 3.3 / 3.4
+        three_four = z3.If(alone, nr0, r)
+        want = three_four if m.skip_topup else z3.If(nr0 < s["min_isr"], zmin(s["min_isr"], r), three_four)
     tr = (cr | nr) & ~dr                                              # 4
     final = z3.And(tr == f, z3.BoolVal(not m.no_reorder))             # 5
-    head = z3.If(z3.Or(new_leader, final), th == fh,
+    # TR's first replica: FTR's in the last step; else a new preferred leader (example: placed first), else
+    # CR's first if it stays, else one of TR (the next survivor, or a new replica in the dropped one's slot)
+    led_by_new = z3.BoolVal(False) if cfg.reading == "text" else new_leader
+    head = z3.If(z3.Or(led_by_new, final), th == fh,
                  z3.If(s["Ch"] & dr == 0, th == s["Ch"], z3.And(one_hot(th), within(th, tr))))
     rel = z3.And(z3.Not(s["running"]), z3.Not(s["at_ftr"]), isr & s["live"] != 0,
                  within(dr, er), count(dr) == n_dr,
