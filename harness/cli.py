@@ -582,8 +582,9 @@ def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -
     changed, the violated property at the end, the lasso's loop. With SPEC (and --config, --set, --variant,
     --mutation as for `check`): from an initial state choose among the enabled actions, go back and branch,
     see every invariant at each state, and save the walk as a trace `replay` accepts. Only the traces named
-    here are served, and nothing in them is run as code. Prints `explore: URL`; exit 130 on Ctrl-C, 2 on
-    bad input."""
+    here are served, and nothing in them is run as code; only to the Host names 127.0.0.1:PORT and
+    localhost:PORT (403 otherwise), and request bodies over 64 KiB are refused (413). Prints
+    `explore: URL`; exit 130 on Ctrl-C, 2 on bad input."""
     from harness.explore import create_app, start_server, url_of
     from harness.registry import load_spec, spec_names
     from harness.trace import read_trace
