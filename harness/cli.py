@@ -1,7 +1,8 @@
 """`python -m harness`: list, describe, check, replay, show, diff, graph, prove, corpus, explore.
 
 Exit codes: 0 = the property holds / the trace replays as recorded; 1 = a violation was found / the
-trace does not reproduce; 2 = bad input, reported on one line with no traceback.
+trace does not reproduce; 2 = bad input, reported on one line with no traceback; 3, 130 / 143 and 141 (stdout's
+reader gone, harness/streams.py): see docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
