@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import interrupt  # noqa: E402
+from harness import interrupt, streams  # noqa: E402
 from harness.engines import graph, hypothesis as hyp, spark  # noqa: E402
 from harness.checkpoint import CheckpointRefused  # noqa: E402
 from harness.errors import BadInput  # noqa: E402
@@ -270,9 +270,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    streams.install()  # a closed stdout (its --help) exits 141; a closed stderr (its log) is dropped
     interrupt.install()
     try:
-        sys.exit(main())
+        with streams.delivering_result():
+            sys.exit(main())
     except interrupt.Interrupted as exc:
         log(f"nightly interrupted by {exc.name}: no report")
         sys.exit(exc.exit_code)

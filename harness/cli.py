@@ -1,11 +1,13 @@
 """`python -m harness`: list, describe, check, replay, show, diff, graph, prove, corpus, explore.
 
 Exit codes: 0 = the property holds / the trace replays as recorded; 1 = a violation was found / the
-trace does not reproduce; 2 = bad input, reported on one line with no traceback.
+trace does not reproduce; 2 = bad input, reported on one line with no traceback; 3, 130 / 143 and 141 (stdout's
+reader gone, harness/streams.py): see docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,13 +21,22 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text  # text from a file or a spec is printed as Text: never read as markup or emoji codes
 
-from harness import interrupt
+from harness import interrupt, streams
 from harness.files import check_writable_dir, write_atomic
 from harness.errors import BadInput, LimitReached
 from harness.interrupt import Interrupted
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's own exits 1 (having pointed stdout, even for a stderr console, at /dev/null): pass the error
+        # on to streams.delivering_result, which knows whether stdout's reader left (exit 141)
+        raise
+
+
+err = _Console(stderr=True, highlight=False, soft_wrap=True)
+out = _Console(highlight=False, soft_wrap=True)
 
 ENGINES = ("bfs", "hypothesis", "graph", "spark", "z3")
 
@@ -477,6 +488,7 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_dir, max
         with tempfile.TemporaryDirectory() as tmp:
             graph.write(g, str(Path(tmp) / name), fmt)
             sys.stdout.write((Path(tmp) / name).read_text())
+            sys.stdout.flush()  # delivered (or exit 141) before the summary says it was
         path = "-"
     else:
         path = str(Path(out_dir) / name)
@@ -571,8 +583,9 @@ def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -
     changed, the violated property at the end, the lasso's loop. With SPEC (and --config, --set, --variant,
     --mutation as for `check`): from an initial state choose among the enabled actions, go back and branch,
     see every invariant at each state, and save the walk as a trace `replay` accepts. Only the traces named
-    here are served, and nothing in them is run as code. Prints `explore: URL`; exit 130 on Ctrl-C, 2 on
-    bad input."""
+    here are served, and nothing in them is run as code; only to the Host names 127.0.0.1:PORT and
+    localhost:PORT (403 otherwise), and request bodies over 64 KiB are refused (413). Prints
+    `explore: URL`; exit 130 on Ctrl-C, 2 on bad input."""
     from harness.explore import create_app, start_server, url_of
     from harness.registry import load_spec, spec_names
     from harness.trace import read_trace
@@ -593,8 +606,8 @@ def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -
                 raise BadInput(f"{t}: neither a trace file nor a spec (known specs: {', '.join(spec_names())})")
         app = create_app(traces=[read_trace(t) for t in targets])
     server = start_server(app, port)
-    print(f"explore: {url_of(server)}", flush=True)
     try:
+        print(f"explore: {url_of(server)}", flush=True)
         server.serve_forever()  # Ctrl-C raises Interrupted here: main() reports it and exits 130
     finally:
         server.server_close()
@@ -614,15 +627,19 @@ def _interrupted(exc: Interrupted) -> None:
     hint = interrupt.hint()
     print(f"interrupted by {exc.name}: no verdict ({done})" + (f"; {hint}" if hint else ""), file=sys.stderr)
     # Exit now: tearing down millions of states (or waiting on library threads) would take seconds.
-    sys.stdout.flush()
+    with contextlib.suppress(BrokenPipeError):  # stdout's reader left too: the signal is still the reason
+        sys.stdout.flush()
     sys.stderr.flush()
     os._exit(exc.exit_code)
 
 
 def main() -> None:
-    """Run the command; whatever way it ends, a run that received a signal reports the interrupt."""
+    """Run the command; whatever way it ends, a run that received a signal reports the interrupt, and one
+    whose stdout's reader left exits 141 (harness/streams.py)."""
+    streams.install()
     try:
-        _main()
+        with streams.delivering_result():
+            _main()
     except SystemExit:
         if interrupt.received():
             _interrupted(Interrupted(interrupt.last_signal()))
@@ -656,9 +673,6 @@ def _main() -> None:
         _interrupted(exc)
     except KeyboardInterrupt:  # a Ctrl-C that arrived before the handler was installed
         _interrupted(Interrupted(signal.SIGINT))
-    except BrokenPipeError:  # `harness ... | head`: the reader left; exit as a process killed by SIGPIPE would
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(128 + signal.SIGPIPE)
     except Exception:
         if interrupt.received():  # a library turned the interrupt into its own error (Py4J: a closed connection)
             _interrupted(Interrupted(interrupt.last_signal()))

@@ -2,6 +2,8 @@
 package, as tests/test_nightly_report.py launches it) through Playwright; what the server refuses to serve;
 the command's refusals (one line, exit 2) and its Ctrl-C (exit 130)."""
 
+import contextlib
+import ipaddress
 import json
 import os
 import re
@@ -269,3 +271,122 @@ if __name__ == "__main__":  # python tests/test_explore.py docs: the README's sc
     folder = Path(sys.argv[1])
     screenshot(KRAFT, folder / "explore-kraft.png")
     screenshot(KIP642, folder / "explore-kip642.png")
+
+
+# ------------------------------------------------------------------ hostile clients (issue #36)
+
+def raw_request(url: str, head: str, body: bytes = b"") -> bytes:
+    """`head` (the request line and headers, without the blank line) and `body` sent as they are over a socket,
+    as a DNS-rebinding page or a hostile client would; the whole answer."""
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:  # the timeout only guards against a hang
+        s.sendall(head.encode("latin-1") + b"\r\n\r\n" + body)
+        s.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    return answer
+
+
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+def test_only_the_bound_address_is_served_as_host(tmp_path):
+    """DNS rebinding: a page of evil.example, its name made to resolve to 127.0.0.1, sends its own Host. Only
+    127.0.0.1:PORT and localhost:PORT are served (bare names only when the port is 80, which browsers omit)."""
+    spec = load_spec("example")
+    with serving(create_app(model=spec.bind(spec.config("tiny")), out_dir=tmp_path)) as url:
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}"):
+            assert status_of(raw_request(url, f"GET /model?path=0 HTTP/1.1\r\nHost: {host}")) == 200, host
+        for host in (f"evil.example:{port}", "evil.example", "127.0.0.1", "localhost", f"127.0.0.1:{port + 1}",
+                     f"127.0.0.1.evil.example:{port}", f"[::1]:{port}", ""):
+            answer = raw_request(url, f"GET /model?path=0 HTTP/1.1\r\nHost: {host}")
+            assert status_of(answer) == 403 and b"token" not in answer, host
+        form = b"path=0&token=x"
+        answer = raw_request(url, f"POST /model/save HTTP/1.1\r\nHost: evil.example:{port}\r\n"
+                                  f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(form)}", form)
+        assert status_of(answer) == 403
+    client = create_app(traces=[read_trace(KRAFT)]).test_client()  # werkzeug's test client: localhost, port 80
+    assert client.get("/trace/0/step/0").status_code == 200
+    assert client.get("/trace/0/step/0", headers={"Host": "evil.example"}).status_code == 403
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_request_body_over_the_limit_is_refused_413(tmp_path):
+    from harness.explore import MAX_BODY
+
+    spec = load_spec("example")
+    model = spec.bind(spec.config("tiny"))
+    with serving(create_app(model=model, out_dir=tmp_path)) as url:
+        port = url.rstrip("/").rsplit(":", 1)[1]
+        token = re.search(r'name="token" value="([^"]+)"', get(f"{url}model?path=0")[1]).group(1)
+        head = (f"POST /model/save HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}")
+        form = f"path=0&token={token}&pad=".encode()
+        oversized = form + b"a" * (MAX_BODY + 1 - len(form))
+        assert status_of(raw_request(url, head.format(len(oversized)), oversized)) == 413
+        assert not list(tmp_path.iterdir())
+        assert status_of(raw_request(url, head.format(len(form)), form)) == 200  # the same save within the limit
+    assert len(list(tmp_path.iterdir())) == 1
+    assert f"{MAX_BODY // 1024} KiB" in run_cli("explore", "--help")[1]  # the limit is stated
+
+
+def test_malformed_requests_cannot_stall_the_server_through_an_unread_stderr():
+    """werkzeug logs a line per malformed request; with stderr a pipe nobody reads, 64 KiB of them would leave
+    each answering thread blocked in the log's write. Every malformed request must still get its 400, and a
+    page its 200."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([sys.executable, "-m", "harness", "explore", str(KRAFT), "--port", "0"], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # stderr never read
+    try:
+        url = p.stdout.readline().split(" ", 1)[1].strip()
+        garbage = "x" * 8000  # each log line quotes the request line: 20 of them fill a 64 KiB pipe
+        for n in range(40):
+            # four words: Python's http.server answers "400 Bad request syntax" and logs the line it quotes
+            assert status_of(raw_request(url, f"GET /{garbage} {n} HTTP/1.1")) == 400, n
+        assert get(f"{url}trace/0/step/0")[0] == 200
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()
+
+
+def listening_sockets(pid: int) -> list[str]:
+    """The local addresses of process `pid`'s TCP sockets in LISTEN state, read from /proc (what `ss -ltnp`
+    shows): the inodes of its socket descriptors looked up in /proc/net/tcp and tcp6."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            if (target := os.readlink(fd)).startswith("socket:["):
+                inodes.add(target[8:-1])
+    found = []
+    for table, width in (("tcp", 4), ("tcp6", 16)):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: TCP_LISTEN
+                address, port = fields[1].split(":")
+                raw = bytes.fromhex(address)
+                # /proc prints each 32-bit word of the address in host (little-endian) order
+                packed = b"".join(raw[i:i + 4][::-1] for i in range(0, width, 4))
+                found.append(f"{ipaddress.ip_address(packed)}:{int(port, 16)}")
+    return found
+
+
+def test_explore_listens_on_loopback_only():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([sys.executable, "-m", "harness", "explore", str(KRAFT), "--port", "0"], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = p.stdout.readline().split(" ", 1)[1].strip()
+        listeners = listening_sockets(p.pid)
+        assert listeners == [url.split("//")[1].rstrip("/")]
+        assert all(ipaddress.ip_address(a.rsplit(":", 1)[0]).is_loopback for a in listeners)
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+    with socket.create_server(("0.0.0.0", 0)) as everywhere:  # the reading itself sees a non-loopback listener
+        assert f"0.0.0.0:{everywhere.getsockname()[1]}" in listening_sockets(os.getpid())

@@ -16,10 +16,14 @@ The explorer is not an engine: it takes the Spec from the registry and calls its
 
 from __future__ import annotations
 
+import functools
 import logging
+import logging.handlers
+import queue
 import re
 import secrets
 import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +37,10 @@ from harness.present import Step, View, guarded, run_steps, trace_view
 from harness.trace import Outcome, Trace, trace_filename, write_trace
 
 HOST = "127.0.0.1"  # loopback only: the explorer has no authentication
+NAMES = (HOST, "localhost")  # the Host names a browser on this machine gives the server (see `served_hosts`)
 MAX_WALK = 1000  # actions in one model walk (a URL); longer walks are refused, not computed
+MAX_BODY = 64 * 1024  # bytes of a request body (413 beyond): a save's form, a walk of MAX_WALK actions, is ~12 KB
+LOG_QUEUE = 1000  # log records waiting for stderr; more are dropped (see `_log_without_blocking`)
 
 
 # ------------------------------------------------------------------------------------ page data
@@ -152,10 +159,19 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
     """The explorer of `traces` (trace mode) or of `model` (model mode, saving walks under `out_dir`)."""
     if (traces is None) == (model is None):
         raise ValueError("explore either traces or a model")
+    _log_without_blocking()
     app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY  # werkzeug refuses a longer body (413) before reading it
     app.jinja_env.trim_blocks = app.jinja_env.lstrip_blocks = True
     loaded = [LoadedTrace(t, trace_view(t)) for t in traces or ()]
     save_token = secrets.token_urlsafe(16)  # a page of another site cannot post a save without it
+
+    @app.before_request
+    def only_this_server_by_name():
+        # DNS rebinding: a page of another site whose name was made to resolve to 127.0.0.1 sends that name as
+        # Host; refused, it can neither read pages (nor the save token in them) nor post a save
+        if request.host.lower() not in served_hosts(request.environ["SERVER_PORT"]):
+            abort(403)
 
     @app.get("/")
     def index():
@@ -233,6 +249,7 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
     @app.errorhandler(403)
     @app.errorhandler(404)
     @app.errorhandler(405)
+    @app.errorhandler(413)
     def refused(error):
         return render_template("error.html", code=error.code, message=error.description), error.code
 
@@ -241,10 +258,40 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
 
 # ------------------------------------------------------------------------------------ the server
 
+def served_hosts(port: str) -> set[str]:
+    """The Host values served on `port`: the bound address and localhost with the port, bare only on port 80
+    (the one a browser leaves out; werkzeug's `request.host` drops it too)."""
+    return set(NAMES) if port == "80" else {f"{name}:{port}" for name in NAMES}
+
+
+class _DroppingQueueHandler(logging.handlers.QueueHandler):
+    def enqueue(self, record: logging.LogRecord) -> None:
+        try:
+            self.queue.put_nowait(record)
+        except queue.Full:  # stderr is not being read: the record is lost, the request is still answered
+            pass
+
+
+@functools.cache
+def _log_without_blocking() -> None:
+    """werkzeug's lines (one per malformed request) and Flask's (a view's exception) go through a bounded queue
+    to one writer thread: when stderr is a pipe nobody reads, that thread waits and records are dropped,
+    where a write from the thread answering the request would leave it, and every later one, blocked.
+    Successful requests are not logged at all."""
+    records: queue.Queue = queue.Queue(LOG_QUEUE)
+    to_stderr = logging.StreamHandler(sys.stderr)
+    to_stderr.setFormatter(logging.Formatter("explore: %(message)s"))
+    logging.handlers.QueueListener(records, to_stderr).start()  # a daemon thread
+    for name, level in (("werkzeug", logging.ERROR), (__name__, logging.NOTSET)):  # __name__: Flask's app.logger
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.addHandler(_DroppingQueueHandler(records))  # a handler of its own: neither adds one to stderr
+        logger.propagate = False
+
+
 def start_server(app: Flask, port: int) -> BaseWSGIServer:
     """werkzeug's threaded server for `app` on 127.0.0.1:`port` (0: a free port); BadInput if the port
     cannot be bound (in use, privileged)."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request on stderr
     # The socket is bound here, not by make_server: on a taken port werkzeug prints two lines of its own and
     # exits 1, where every command of the harness says one line and exits 2.
     try:
