@@ -344,11 +344,13 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from harness import interrupt
+    from harness import interrupt, streams
 
+    streams.install()  # a closed stdout (its --help) exits 141; a closed stderr (its log) is dropped
     interrupt.install()  # Ctrl-C stops a Z3 query or a search at once, and the gate never passes
     try:
-        sys.exit(main())
+        with streams.delivering_result():
+            sys.exit(main())
     except interrupt.Interrupted as exc:
         print(f"gate interrupted by {exc.name}: not passed", file=sys.stderr)
         sys.exit(exc.exit_code)

@@ -123,7 +123,8 @@ def test_both_closed_a_result_is_141_and_a_refusal_2(tmp_path):
     assert run(command(["check", "nosuchspec"], tmp_path), stdout=gone_reader(), stderr=gone_reader())[0] == 2
 
 
-def test_the_nightly_job_help_into_a_gone_reader_is_141_and_its_refusal_into_a_closed_stderr_2():
-    nightly = [sys.executable, str(ROOT / "ci" / "nightly.py")]
-    assert run(nightly + ["--help"], stdout=gone_reader()) == (SIGPIPE_EXIT, None, b"")
-    assert run(nightly + ["--date", "yesterday"], stdout=subprocess.PIPE, stderr=gone_reader())[:2] == (2, b"")
+@pytest.mark.parametrize("job, bad_flag", [("nightly.py", "--date=yesterday"), ("gate.py", "--no-such-flag")])
+def test_the_ci_jobs_help_into_a_gone_reader_is_141_and_a_refusal_into_a_closed_stderr_2(job, bad_flag):
+    script = [sys.executable, str(ROOT / "ci" / job)]
+    assert run(script + ["--help"], stdout=gone_reader()) == (SIGPIPE_EXIT, None, b"")
+    assert run(script + [bad_flag], stdout=subprocess.PIPE, stderr=gone_reader())[:2] == (2, b"")
