@@ -148,8 +148,121 @@ def test_seed_variant_stays_stuck_when_the_target_was_down_at_a2():
     assert s.status == IN_PROGRESS and s.brokers[1].alive and s.brokers[1].role == NONE and s.zk.leader_epoch == 1
 
 
-def test_kafka_noop_reassignment_is_complete_within_its_event():
-    """A target equal to RS is no reassignment; a reorder completes in the submitting event: B3 +1 only (D3)."""
+def state_znode(s):
+    """(writer's controller epoch, leader, leader epoch) of the state znode, as Kafka's tests read it."""
+    return s.zk.state_ctrl_epoch, s.zk.leader, s.zk.leader_epoch
+
+
+def test_kafka_api_noop_is_a_submission_that_bumps_the_epoch_once():
+    """testTopicIdUpgradeAfterReassigningPartitions: [1] -> [1] through the API after two controller restarts
+    (which leave the state znode alone): phase U skipped, complete at once, B3 +1; the state znode then reads
+    (controller epoch 3, leader 1, leader epoch 1)."""
+    m = kafka_model(brokers=1, replicas=[1], targets=[[1]], max_failovers=2)
+    s = m.init_states()[0]
+    for _ in range(2):
+        s = settle(m, step(m, step(m, s, "controller_crash", zombie=0), "controller_failover"))
+    assert s.zk.controller_epoch == 3 and state_znode(s) == (1, 1, 0)
+    s = step(m, s, "alter_partition_reassignments", target=0)
+    assert s.controller.step == STEP.codes["B1"] and s.budget.reassignments == 0  # no U1: RS is unchanged
+    s = settle(m, s)
+    assert s.status == DONE and list(s.zk.rs) == [1] and s.controller.step == IDLE
+    assert s.zk.controller_epoch == 3 and state_znode(s) == (3, 1, 1)
+
+
+@pytest.mark.parametrize("crash_after_b3", [False, True])
+def test_kafka_znode_noop_is_a_submission_and_its_entry_is_removed(crash_after_b3):
+    """[1,2] -> [1,2] through /admin/reassign_partitions: phase B at once (B3 +1), and B7 removes the entry (its
+    target is TRS exactly). A controller crash after B3 leaves the entry: the next controller (epoch 2)
+    re-applies it as a no-op, B3 +1 again (reference §9, "After B6 but before B7")."""
+    m = kafka_model(brokers=2, replicas=[1, 2], targets=[[1, 2]], max_failovers=int(crash_after_b3))
+    s = step(m, m.init_states()[0], "create_reassign_znode", target=0)
+    s = step(m, s, "handle_reassign_znode_creation")
+    assert s.controller.step == STEP.codes["B1"]
+    if crash_after_b3:
+        s = settle(m, s, stop=at_step("B4"))
+        assert state_znode(s) == (1, 1, 1)
+        s = step(m, step(m, s, "controller_crash", zombie=0), "controller_failover")
+    s = settle(m, s)
+    assert s.status == DONE and not s.zk.admin and list(s.zk.rs) == [1, 2] and s.zk.isr == mask([1, 2])
+    epochs = 2 if crash_after_b3 else 1
+    assert s.zk.controller_epoch == epochs and state_znode(s) == (epochs, 1, epochs)
+
+
+def test_kafka_api_resubmission_of_the_running_target_runs_a1_again():
+    """[1] -> [2], then [2] again while 2 is not yet in the ISR: the same assignment (no U1, the topic znode is
+    not written), incomplete, so A1 bumps again (D4) and A2 sends nothing (2 is already a NewReplica). In all
+    A1, A1, B3 (2 elected), B4 (1 leaves the ISR): +4, all by controller epoch 1."""
+    m = kafka_model(max_reassignments=2)
+    s = step(m, m.init_states()[0], "alter_partition_reassignments", target=0)
+    s = settle(m, s, stop=lambda s: s.controller.step == IDLE)
+    assert state_znode(s) == (1, 1, 1) and s.zk.isr == mask([1]) and s.zk.adding == mask([2])
+    topic = (s.zk.rs, s.zk.adding, s.zk.removing)
+    s = step(m, s, "alter_partition_reassignments", target=0)
+    assert s.controller.step == STEP.codes["A1"] and (s.zk.rs, s.zk.adding, s.zk.removing) == topic
+    s = step(m, s, "a1_bump_leader_epoch")
+    assert state_znode(s) == (1, 1, 2)
+    inboxes = [b.inbox for b in s.brokers]
+    s = step(m, s, "a2_start_new_replicas")
+    assert [b.inbox for b in s.brokers] == inboxes
+    s = settle(m, s)
+    assert s.status == DONE and list(s.zk.rs) == [2] and s.zk.controller_epoch == 1 and state_znode(s) == (1, 2, 4)
+
+
+@pytest.mark.parametrize("crash_after_a1", [False, True])
+def test_kafka_znode_resubmission_of_the_running_target_runs_a1_again(crash_after_a1):
+    """[1] -> [1,2] through the API (RS [1,2] = the target), then the same target through a new
+    /admin/reassign_partitions: A1 again (+1), and B7 removes the entry. In all A1, A1, B3 (1 stays): +3.
+    A controller crash after the second A1: the next controller (epoch 2) re-applies the entry, A1 once more:
+    +4, the state znode last written by controller epoch 2."""
+    m = kafka_model(targets=[[1, 2]], max_reassignments=2, max_failovers=int(crash_after_a1))
+    s = step(m, m.init_states()[0], "alter_partition_reassignments", target=0)
+    s = settle(m, s, stop=lambda s: s.controller.step == IDLE)
+    assert list(s.zk.rs) == [1, 2] and s.zk.adding == mask([2]) and state_znode(s) == (1, 1, 1)
+    s = step(m, s, "create_reassign_znode", target=0)
+    s = step(m, s, "handle_reassign_znode_creation")
+    assert s.controller.step == STEP.codes["A1"]
+    s = step(m, s, "a1_bump_leader_epoch")
+    assert state_znode(s) == (1, 1, 2) and s.zk.isr == mask([1])
+    if crash_after_a1:
+        s = step(m, step(m, s, "controller_crash", zombie=0), "controller_failover")
+    s = settle(m, s)
+    assert s.status == DONE and not s.zk.admin and list(s.zk.rs) == [1, 2] and not s.zk.adding
+    assert s.zk.controller_epoch == (2 if crash_after_a1 else 1)
+    assert state_znode(s) == ((2, 1, 4) if crash_after_a1 else (1, 1, 3))
+
+
+def test_kafka_api_resubmission_is_refused_once_its_adding_replica_died():
+    """`validateReplicas` checks the adding replicas of `reassignTo(target)`, which for a re-submission are those
+    of the running reassignment: dead since, they make it INVALID_REPLICA_ASSIGNMENT; the znode accepts it."""
+    m = kafka_model(max_reassignments=2, max_broker_crashes=1)
+    s = step(m, m.init_states()[0], "alter_partition_reassignments", target=0)
+    s = settle(m, s, stop=lambda s: s.controller.step == IDLE)
+    s = step(m, step(m, s, "broker_crash", broker=2), "handle_broker_change")
+    assert s.zk.adding == mask([2])
+    assert m.apply(s, Action("alter_partition_reassignments", (("target", 0),))) is None
+    assert m.apply(s, Action("create_reassign_znode", (("target", 0),))) is not None
+
+
+def test_kafka_noops_and_resubmissions_complete_under_a_controller_crash():
+    """[1] -> [1,2], submitted twice in any order through the API and the znode (a re-submission while it runs,
+    a no-op once it is done), a controller crash anywhere: safe, and every submission completes. Two
+    submissions are no more in progress than their ZooKeeper state says: an API no-op is done at once (a
+    crash before its B6 leaves nothing to resume), and a znode no-op created between B6 and B7 of the
+    reassignment it repeats is removed, and done, by that B7."""
+    from harness.engines import graph
+
+    result, _ = graph.explore(kafka_model(targets=[[1, 2]], max_reassignments=2, max_failovers=1))
+    assert result.stats["distinct"] > 10_000 and not result.violations
+
+
+def test_seed_still_refuses_a_znode_target_equal_to_rs():
+    """The seed reading has no such submission: [seed] describes a move from ORS to a different TRS."""
+    m = model("tiny", targets=[[1]], max_failovers=0, max_broker_crashes=0)
+    assert m.apply(m.init_states()[0], Action("create_reassign_znode", (("target", 0),))) is None
+
+
+def test_kafka_reorder_is_complete_within_its_event():
+    """A reorder completes in the submitting event: B3 +1 only (D3)."""
     m = kafka_model(brokers=2, replicas=[1, 2], targets=[[2, 1]])
     s = step(m, m.init_states()[0], "alter_partition_reassignments", target=0)
     assert s.controller.step == STEP.codes["B1"]  # phase A skipped

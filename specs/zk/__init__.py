@@ -484,12 +484,13 @@ def create_reassign_znode(cfg, s, target):
     before KIP-455, and still accepted by Kafka 3.9). Not validated: a target on a dead broker is
     accepted (`KafkaController.processZkPartitionReassignment`).
 
-    Enabled while the znode is absent and the budget allows; the target differs from RS.
+    Enabled while the znode is absent and the budget allows; seed: the target differs from RS (kafka:
+    a target equal to RS, or the running reassignment's target, is a submission too).
     Next: the znode holds the target; its creation is an event queued for the active controller.
     The submitter's reassignment is the target, from the replicas it believes current.
     """
     trs = cfg.targets[target]
-    if s.zk.admin or trs == s.zk.rs:
+    if s.zk.admin or trs == s.zk.rs and not kafka(cfg):
         return None
     if kafka(cfg):
         origin = origin_of(s.zk) if s.status in (IN_PROGRESS, CANCELLING) else s.zk.rs
@@ -560,20 +561,23 @@ def alter_partition_reassignments(cfg, s, target):
     """Controller: handles AlterPartitionReassignments (KIP-455; `processApiPartitionReassignment`).
 
     Enabled for an idle controller while the budget allows; refused (INVALID_REPLICA_ASSIGNMENT, no
-    state change) when an adding replica is not a live broker; a target equal to the current
-    assignment is not a submission.
+    state change) when an adding replica is not a live broker. A target equal to the current
+    assignment (a no-op, or the running reassignment's target) is a submission too.
     Next: the partition's entry leaves /admin/reassign_partitions ("the latest reassignment always takes
     precedence"), the new assignment is `reassignTo(target)` against ORS (a running reassignment is
-    replaced), and the event continues with `enter`: U1 at once (`api_reassignment`).
+    replaced), and the event continues with `enter`: U1 at once (`api_reassignment`), or, for the same
+    assignment, A1 (incomplete) or B1. A no-op is done at once: ZooKeeper already holds its goal alone.
     """
     c = s.controller
     trs = cfg.targets[target]
     origin = c.rs if cfg.mutated.replace_against_current else origin_of(c)
     rs, adding, removing = reassign_to(origin, trs)
-    if (rs, adding, removing) == (c.rs, c.adding, c.removing) or not api_target_valid(c, adding):
+    if not api_target_valid(c, adding):
         return None
     ors = s.ors if s.status == IN_PROGRESS else mask(origin_of(c))
     s = s._replace(budget=spend(s, reassignments=1), status=IN_PROGRESS, ors=ors, trs=trs)
+    if (rs, adding, removing) == (c.rs, c.adding, c.removing) and not reassigning(c):
+        s = mark_done(s)  # so that a crash before B6, which leaves nothing to resume, is not a stuck submission
     return api_reassignment(cfg, s, enter(cfg, s, c, rs, adding, removing))
 
 
@@ -786,10 +790,11 @@ def step_b6(cfg, s: State, c: Controller):
 
 def step_b7(cfg, s: State, c: Controller):
     """B7: remove the partition from /admin/reassign_partitions: the seed unconditionally, Kafka only if
-    its target is TRS exactly (`maybeRemoveFromZkReassignment`)."""
+    its target is TRS exactly (`maybeRemoveFromZkReassignment`). An entry created after B6 with that
+    target (Kafka: a no-op) is removed with it, and so is done."""
     if s.zk.admin and (not kafka(cfg) or s.zk.admin == c.rs):
         check_controller_epoch(cfg, s, c)
-        s = s._replace(zk=s.zk._replace(admin=()))
+        s = mark_done(s._replace(zk=s.zk._replace(admin=())))
     return s, c._replace(step=B8)
 
 
