@@ -197,16 +197,32 @@ def claim_completion(body, ck):
     drop_files(body, ck, "frontier/")
 
 
-def relabel_a_file(body, ck):
-    """parents/3's file rewritten with level 2 in its own metadata, its size and SHA-256 listed afresh."""
+def rewrite(body, ck, prefix, change):
+    """The file under `prefix` rewritten as `change(table)`, its size and SHA-256 listed afresh."""
     import pyarrow.parquet as pq
 
-    [rel] = [r for r in body["files"] if r.startswith("parents/3/")]
-    table = pq.read_table(ck / rel)
-    tag = json.loads(table.schema.metadata[b"harness"])
-    pq.write_table(table.replace_schema_metadata({b"harness": json.dumps(dict(tag, level=2)).encode()}), ck / rel)
+    [rel] = [r for r in body["files"] if r.startswith(prefix)]
+    pq.write_table(change(pq.read_table(ck / rel)), ck / rel)
     data = (ck / rel).read_bytes()
     body["files"][rel] = [len(data), hashlib.sha256(data).hexdigest()]
+
+
+def relabel_a_file(body, ck):
+    """parents/3's file with level 2 in its own metadata."""
+    def change(table):
+        tag = json.loads(table.schema.metadata[b"harness"])
+        return table.replace_schema_metadata({b"harness": json.dumps(dict(tag, level=2)).encode()})
+    rewrite(body, ck, "parents/3/", change)
+
+
+def swap_a_frontier_state(body, ck):
+    """The frontier's second state replaced by its first (their fingerprints left as they were)."""
+    import pyarrow as pa
+
+    def change(table):
+        states = table.column("state").to_pylist()
+        return table.set_column(1, "state", pa.array(states[:1] + states[:1] + states[2:], pa.binary()))
+    rewrite(body, ck, "frontier/", change)
 
 
 def add_a_violation(body, ck):
@@ -233,6 +249,7 @@ FORGERIES = {  # name: (which checkpoint, the edit)
     "goes back a level": (None, lambda body, ck: body.__setitem__("level", 3)),
     "counts disagree with the files": (None, one_more_state_at_depth_2),
     "a file's metadata level changed": (("full", None), relabel_a_file),
+    "a frontier state swapped": (None, swap_a_frontier_state),
     "a violation removed": (("full", "hwm_ignores_isr"), in_totals("violations", {})),
     "a violation added": (("full", None), add_a_violation),
     # malformed fields

@@ -1074,10 +1074,15 @@ def _check_resumed(model: Model, job: dict, level: int, totals: dict) -> None:
             refuse(f"a violation of {prop} at depth {depth} by a state that does not violate it")
     first: dict[str, int] = {}  # property -> the smallest fingerprint of a frontier state violating it
     for name in ck.names(folder, "frontier", level):
-        held = states_of(model, ck.read_table(folder, job["id"], "frontier", level, name))
+        where = folder.where(ck.path("frontier", level, name))
+        try:
+            held = states_of(model, ck.read_table(folder, job["id"], "frontier", level, name))
+        except ck.CheckpointRefused:
+            raise
+        except BadInput as exc:  # a state that does not decode
+            raise ck.CheckpointRefused(f"corrupt checkpoint: {where}: {exc}") from None
         if model.fingerprints([s for _, s in held]) != [fp for fp, _ in held]:
-            raise ck.CheckpointRefused(f"corrupt checkpoint: {folder.where(ck.path('frontier', level, name))} holds "
-                                       "states that do not have their fingerprints")
+            raise ck.CheckpointRefused(f"corrupt checkpoint: {where} holds states that do not have their fingerprints")
         for fp, s in held:
             for prop in model.violated(s):
                 first[prop] = min(fp, first.get(prop, fp))
@@ -1102,7 +1107,7 @@ def _reconstruct(model: Model, job: dict, depth: int, fp: int, prop: str):
                 parent = hit.column("parent")[0].as_py()
                 break
         if parent is None:
-            raise BadInput(f"corrupt checkpoint: no parent record for a state of level {level}")
+            raise ck.CheckpointRefused(f"corrupt checkpoint: no parent record for a state of level {level}")
         chain.append(parent)
     v = reconstruct(model, chain[::-1], model.fingerprint)
     v.outcome = Outcome("deadlock" if prop == "Deadlock" else "invariant", prop)
