@@ -4,8 +4,8 @@ For every model: Spark exhaustion of its `nightly` config (resumable: fixed chec
 so a killed run continues where it stopped), the Hypothesis `nightly` profile (at `large` when the
 model has it), liveness with the graph engine at `tiny`, and for models with a symbolic form a Z3
 proof and BMC to depth 16 at the `nightly` config; then the project's fuzzers (malformed traces,
-command lines, damaged checkpoints) at their long profile. Writes reports/<UTC timestamp>/:
-summary.json, report.html (states per depth, per-rule coverage, time per engine, as inline SVG),
+command lines, damaged checkpoints, edited checkpoint manifests) at their long profile. Writes
+reports/<UTC timestamp>/: summary.json, report.html (states per depth, per-rule coverage, time per engine, as inline SVG),
 every counterexample as ITF, and a comparison with the previous report. Exit 1 on any violation
 of a default (unmutated) configuration, on a liveness failure the spec does not declare and on a declared
 one that no longer reproduces. NIGHTLY_QUICK=1 (or --quick) runs a reduced version (tests).
@@ -132,19 +132,26 @@ FUZZERS = {"traces": "tests/test_fuzz_traces.py", "command lines": "tests/test_f
 
 def run_fuzzers(folder: Path) -> dict:
     """The project's own fuzzers at their long profile (the short one runs in `make test`): malformed
-    traces, command lines and damaged checkpoints must give one line and exit 2, or a correct result."""
+    traces, command lines, damaged checkpoints and edited checkpoint manifests must give one line and
+    exit 2, or a correct result."""
     out = {}
     for name, path in FUZZERS.items():
-        report = folder / f"fuzz-{name.replace(' ', '-')}.json"
-        t = time.monotonic()
-        env = dict(os.environ, FUZZ_PROFILE="long", FUZZ_REPORT=str(report))
-        p = subprocess.run([sys.executable, "-m", "pytest", path, "-n", "0", "-q", "-p", "no:cacheprovider"],
-                           cwd=ROOT, env=env, capture_output=True, text=True)
-        counts = json.loads(report.read_text()) if report.exists() else {}
-        out[name] = {"passed": p.returncode == 0, "counts": counts, "seconds": round(time.monotonic() - t, 1),
-                     "tail": p.stdout.strip().splitlines()[-1:] if p.returncode else []}
-        log(f"  fuzz {name}: {'ok' if p.returncode == 0 else 'FAILED'}, {counts}, {out[name]['seconds']} s")
+        out[name] = run_fuzzer(name, path, folder)
+        log(f"  fuzz {name}: {'ok' if out[name]['passed'] else 'FAILED'}, {out[name]['counts']}, {out[name]['seconds']} s")
     return out
+
+
+def run_fuzzer(name: str, path: str, folder: Path, profile: str = "long", select: str | None = None) -> dict:
+    """One fuzzer's test file at `profile` (`select`: only the tests pytest's -k selects), with the counts
+    it writes to $FUZZ_REPORT."""
+    report = folder / f"fuzz-{name.replace(' ', '-')}.json"
+    t = time.monotonic()
+    env = dict(os.environ, FUZZ_PROFILE=profile, FUZZ_REPORT=str(report))
+    p = subprocess.run([sys.executable, "-m", "pytest", path, "-n", "0", "-q", "-p", "no:cacheprovider",
+                        *(["-k", select] if select else [])], cwd=ROOT, env=env, capture_output=True, text=True)
+    counts = json.loads(report.read_text()) if report.exists() else {}
+    return {"passed": p.returncode == 0, "counts": counts, "seconds": round(time.monotonic() - t, 1),
+            "tail": p.stdout.strip().splitlines()[-1:] if p.returncode else []}
 
 
 def run_cluster_tests(folder: Path) -> dict:

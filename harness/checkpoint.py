@@ -33,6 +33,12 @@ Integrity:
   size and SHA-256, and carries a SHA-256 of its own content. Resuming verifies all of it and
   refuses on a missing, extra, truncated, edited or misplaced file; the only files it tolerates
   beyond the manifest are those the interrupted level was writing, which it then removes.
+* The checksum is not a secret: a manifest edited and re-summed must still agree with what a resume can
+  recompute from the data files. Its fields are checked for type (MANIFEST_SCHEMA); it must list the
+  parents of every depth up to its level and that level's frontier, and nothing else; each listed file's
+  own tag (job, kind, level, name) must match its place; its counts must match the files' row counts
+  (read from the parquet footers) and one another (`_check_totals`). Only a forger who rewrites the data
+  files consistently as well gets past this: the checksum is not a signature.
 """
 
 from __future__ import annotations
@@ -44,10 +50,12 @@ import os
 import re
 from typing import Callable
 
+import jsonschema
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.errors import BadInput
+from harness.itf import MAX_SHOWN_CHARS, one_line, shown
 from harness.store import Store
 
 FORMAT = "kraft-harness-spark-checkpoint/4"  # 4: parts per task, any task count on resume
@@ -58,8 +66,10 @@ PROGRESS = "progress.json"  # the level the job has reached, for the driver's pr
 KINDS = {"frontier": "parquet", "parents": "parquet", "exchange": "arrow", "winners": "arrow", "transfer": "arrow",
          "reports": "json"}
 TRANSIENT = ("exchange", "winners", "transfer", "reports")  # never committed: written and read within one level
-_DATA_FILE = re.compile(r"(frontier|parents)/(\d+)/part-\d+-[0-9a-f]{8}\.parquet"
-                        r"|(exchange|winners|transfer)/\d+/from-\d+-to-\d+-[0-9a-f]{8}\.arrow|(reports)/\d+/part-\d+-[0-9a-f]{8}\.json")
+_COMMITTED = r"(frontier|parents)/(0|[1-9]\d*)/(part-\d+-[0-9a-f]{8})\.parquet"  # kind, level (as `path` spells it), name
+_COMMITTED_FILE = re.compile(_COMMITTED)
+_DATA_FILE = re.compile(_COMMITTED + r"|(exchange|winners|transfer)/\d+/from-\d+-to-\d+-[0-9a-f]{8}\.arrow"
+                        r"|(reports)/\d+/part-\d+-[0-9a-f]{8}\.json")
 # `temporary_name`s of Store.write and of the executors' probe of a writable DIR
 _TEMP_FILE = re.compile(r"(?:checkpoint\.json|state\.json|progress\.json|probe-[0-9a-f]{8}\.json"
                         r"|(?:part|from)-[-\dtoa-f]+\.(?:parquet|arrow|json))\.tmp\d+")
@@ -136,6 +146,78 @@ def read_table(store: Store, job: str, kind: str, level: int, name: str) -> pa.T
     return table
 
 
+# ------------------------------------------------------------------------------------ the manifest
+
+_COUNT = {"type": "integer", "minimum": 0}
+_LIST_OF_COUNTS = {"type": "array", "items": _COUNT}
+
+
+def _pair(first: dict, second: dict) -> dict:
+    return {"type": "array", "prefixItems": [first, second], "minItems": 2, "maxItems": 2}
+
+
+def _closed(required: list[str], properties: dict) -> dict:
+    return {"type": "object", "required": required, "additionalProperties": False, "properties": properties}
+
+
+# The body of state.json. `totals` are the search's figures (harness/engines/spark.py's `merge`).
+MANIFEST_SCHEMA = _closed(["identity", "level", "totals", "files"], {
+    "identity": {"type": "object"},
+    "level": _COUNT,  # the depth whose frontier is committed
+    "totals": _closed(["distinct", "generated", "frontier", "states_per_depth", "gen_by_action", "new_by_action",
+                       "violations", "spark_levels", "driver_levels"], {
+        "distinct": _COUNT, "generated": _COUNT, "frontier": _COUNT,
+        "states_per_depth": {"type": "array", "items": {"type": "integer", "minimum": 1}},
+        "gen_by_action": _LIST_OF_COUNTS, "new_by_action": _LIST_OF_COUNTS,
+        # property -> [depth, fingerprint of its first violating state]
+        "violations": {"type": "object", "additionalProperties": _pair(
+            _COUNT, {"type": "integer", "minimum": -2**63, "maximum": 2**63 - 1})},
+        "spark_levels": _COUNT, "driver_levels": _COUNT,
+        "task_seconds": {"type": "array", "items": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}},
+        "task_expanded": _LIST_OF_COUNTS,
+    }),
+    # committed file -> [size, SHA-256]
+    "files": {"type": "object", "propertyNames": {"pattern": f"^{_COMMITTED}$"},
+              "additionalProperties": _pair(_COUNT, {"type": "string", "pattern": "^[0-9a-f]{64}$"})},
+})
+# JSON Schema's "integer" admits 4.0; a level or a count read as a float would fail later, in Python
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=(
+    jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool))))
+MANIFEST_VALIDATOR = _Validator(MANIFEST_SCHEMA)
+MAX_MANIFEST_BYTES = 64 * 2**20  # a commit lists (levels + 1) x tasks files, about 120 bytes each
+
+
+def _check_totals(level: int, totals: dict, rows: dict) -> str | None:
+    """What is wrong with `totals` at `level`, given the rows of each committed (kind, depth): None if nothing.
+    parents/k holds one row per state new at depth k, the frontier one per state of depth `level`."""
+    per_depth, frontier = totals["states_per_depth"], totals["frontier"]
+    first = per_depth[0] if per_depth else 0  # the initial states, which no action generated
+    if len(per_depth) != level + (frontier > 0):  # a search stopped by an empty frontier counted no states there
+        return f"states at {len(per_depth)} depths for a search at level {level} with a frontier of {frontier}"
+    for k in range(level + 1):
+        expected = per_depth[k] if k < len(per_depth) else 0
+        if rows.get(("parents", k), 0) != expected:
+            return f"{expected} states at depth {k}, but its parents files hold {rows.get(('parents', k), 0)}"
+    if rows.get(("frontier", level), 0) != frontier:
+        return f"a frontier of {frontier} states, but the frontier files of level {level} hold {rows.get(('frontier', level), 0)}"
+    if totals["distinct"] != sum(per_depth):
+        return f"{totals['distinct']} distinct states, but {sum(per_depth)} by depth"
+    gen, new = totals["gen_by_action"], totals["new_by_action"]
+    if len(gen) != len(new) or any(n > g for g, n in zip(gen, new)):
+        return "new states by action that do not fit the states generated by action"
+    if sum(new) != totals["distinct"] - first:
+        return f"{sum(new)} new states by action, but {totals['distinct'] - first} states were new after the initial ones"
+    if sum(gen) != totals["generated"] - first:
+        return f"{sum(gen)} successors by action, but {totals['generated'] - first} generated after the initial states"
+    if totals["spark_levels"] + totals["driver_levels"] != level:
+        return f"{totals['spark_levels'] + totals['driver_levels']} levels expanded, but the search is at level {level}"
+    late = next((p for p, (depth, _) in totals["violations"].items() if depth > level), None)
+    if late is not None:
+        return f"a violation of {shown(late)} at depth {totals['violations'][late][0]}, beyond level {level}"
+    return None
+
+
 def _body_digest(body: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
@@ -183,13 +265,14 @@ class Checkpoint:
         return f"{identity.get('spec')}, config {identity.get('digest')}, code {identity.get('code')}"
 
     # -- opening ------------------------------------------------------------------------------------
-    def open(self, resume: bool, hold: bool = False) -> dict | None:
+    def open(self, resume: bool, hold: bool = False, check: Callable[[int, dict], None] | None = None) -> dict | None:
         """Make DIR usable for this job: the saved progress when resuming, None for a fresh start.
         Refuses (BadInput) whenever that would touch data the harness does not own or trust. With `hold`
-        (the driver), a local DIR is locked before anything in it changes, until `release`."""
+        (the driver), a local DIR is locked before anything in it changes, until `release`. `check(level,
+        totals)`, the engine's own checks of a resumed commit, may refuse it before anything is removed."""
         held = self._lock is not None  # a lock this call did not take outlives its refusal
         try:
-            return self._open(resume, hold)
+            return self._open(resume, hold, check)
         except BaseException as exc:
             if not held:
                 self.release()
@@ -221,7 +304,7 @@ class Checkpoint:
             os.close(self._lock)
             self._lock = None
 
-    def _open(self, resume: bool, hold: bool) -> dict | None:
+    def _open(self, resume: bool, hold: bool, check: Callable[[int, dict], None] | None) -> dict | None:
         store = self.folder
         kind = store.kind()
         if kind == "file":
@@ -235,7 +318,7 @@ class Checkpoint:
             if marker != self.identity:
                 raise CheckpointRefused(f"--resume: {self.where} is the checkpoint of another job ({self._describe(marker)}); "
                                f"this run is {self._describe(self.identity)}")
-            return self._verify()
+            return self._verify(check)
         if marker is None:
             if kind == "dir" and not store.empty():
                 raise CheckpointRefused(f"{self.where} is not empty and is not a checkpoint of the harness; refusing to "
@@ -278,18 +361,27 @@ class Checkpoint:
         self.hashes = body["files"]
 
     def _manifest(self) -> dict:
-        """The body of state.json, checked against its own checksum and this job's identity."""
+        """The body of state.json, checked against its own checksum, its schema and this job's identity."""
         manifest = self.folder.where(MANIFEST)
         if not self.folder.exists(MANIFEST):
             raise CheckpointRefused(f"--resume: {self.where} has no completed level to resume from (drop --resume)")
+        if self.folder.size(MANIFEST) > MAX_MANIFEST_BYTES:
+            raise CheckpointRefused(f"corrupt checkpoint: {manifest} is larger than any manifest the harness writes")
         try:
             doc = json.loads(self.folder.read_text(MANIFEST))
-        except (OSError, ValueError) as exc:
-            raise CheckpointRefused(f"corrupt checkpoint: {manifest}: {exc}") from None
+        except (OSError, ValueError, RecursionError) as exc:
+            raise CheckpointRefused(f"corrupt checkpoint: {manifest}: {one_line(str(exc), 120)}") from None
         body = doc.get("body") if isinstance(doc, dict) else None
-        if not isinstance(body, dict) or doc.get("format") != FORMAT or doc.get("sha256") != _body_digest(body):
+        if isinstance(doc, dict) and "format" in doc and doc["format"] != FORMAT:
+            raise CheckpointRefused(f"corrupt checkpoint: {manifest} is of format {shown(doc['format'])}, not {FORMAT} "
+                                    "(another version of the harness)")
+        if not isinstance(body, dict) or doc.get("sha256") != _body_digest(body):
             raise CheckpointRefused(f"corrupt checkpoint: {manifest} was changed or damaged (its checksum does not match)")
-        if body.get("identity") != self.identity:
+        error = jsonschema.exceptions.best_match(MANIFEST_VALIDATOR.iter_errors(body))
+        if error is not None:
+            where = "/".join(one_line(str(part), MAX_SHOWN_CHARS) for part in error.absolute_path) or "top level"
+            raise CheckpointRefused(f"corrupt checkpoint: {manifest}: {where}: {one_line(error.message, 120)}")
+        if body["identity"] != self.identity:
             raise CheckpointRefused(f"corrupt checkpoint: {manifest} belongs to another job than its marker")
         return body
 
@@ -300,11 +392,28 @@ class Checkpoint:
         self.hashes = dict(body["files"])
         return {"level": body["level"], "totals": body["totals"]}
 
-    def _verify(self) -> dict:
-        """Read state.json and check every file it lists; refuse on any difference."""
+    def _verify(self, check: Callable[[int, dict], None] | None) -> dict:
+        """Read state.json and check every file it lists, and its counts against the files; refuse on any difference."""
         store = self.folder
         body = self._manifest()
         level, files = body["level"], body["files"]
+        manifest = store.where(MANIFEST)
+        listed: dict = {}  # (kind, depth) -> [(relative path, name)]
+        for rel in files:
+            kind, k, name = _COMMITTED_FILE.fullmatch(rel).groups()
+            listed.setdefault((kind, int(k)), []).append((rel, name))
+        # every depth's parents and the level's frontier (lazily: a forged level may be huge), and nothing else
+        missing = next((("parents", k) for k in range(level + 1) if ("parents", k) not in listed), None)
+        if missing is None and ("frontier", level) not in listed:
+            missing = ("frontier", level)
+        if missing is not None:
+            raise CheckpointRefused(f"corrupt checkpoint: {manifest} lists no {missing[0]} file of depth {missing[1]}, "
+                                    f"which a checkpoint of level {level} needs")
+        beyond = next((rel for (kind, k), entries in listed.items() for rel, _ in entries
+                       if k > level or (kind == "frontier" and k != level)), None)
+        if beyond is not None:
+            raise CheckpointRefused(f"corrupt checkpoint: {manifest} lists {beyond}, which is not part of a checkpoint "
+                                    f"of level {level}")
         for rel, (size, digest) in files.items():
             f = store.where(rel)
             if not store.exists(rel):
@@ -313,16 +422,35 @@ class Checkpoint:
                 raise CheckpointRefused(f"corrupt checkpoint: {f} has {store.size(rel)} bytes, {size} were written")
             if store.sha256(rel) != digest:
                 raise CheckpointRefused(f"corrupt checkpoint: {f} was changed since it was written (checksum)")
+        rows = {place: sum(self._rows(rel, *place, name) for rel, name in entries) for place, entries in listed.items()}
+        wrong = _check_totals(level, body["totals"], rows)
+        if wrong is not None:
+            raise CheckpointRefused(f"corrupt checkpoint: {manifest} records {wrong}")
         entries = store.files()
         for entry in entries:
             if entry in (MARKER, MANIFEST, LOG, PROGRESS) or entry in files or self._leftover(entry, level):
                 continue
             raise CheckpointRefused(f"corrupt checkpoint: {store.where(entry)} is not part of the checkpoint of level {level}")
+        if check is not None:
+            check(level, body["totals"])
         for entry in entries:
             if entry not in files and self._leftover(entry, level):
                 store.delete(entry)
         self.hashes = dict(files)
         return {"level": level, "totals": body["totals"]}
+
+    def _rows(self, rel: str, kind: str, level: int, name: str) -> int:
+        """The rows of a committed file, from its parquet footer, which must carry its own place's tag."""
+        try:
+            with self.folder.open(rel) as source:
+                meta = pq.read_metadata(source)
+            tag = json.loads((meta.metadata or {}).get(_TAG, b"null"))
+        except (OSError, ValueError, pa.ArrowInvalid) as exc:
+            raise CheckpointRefused(f"corrupt checkpoint: {self.folder.where(rel)}: {one_line(str(exc), 120)}") from None
+        if tag != _tag(self.job, kind, level, name):
+            raise CheckpointRefused(f"corrupt checkpoint: {self.folder.where(rel)} does not belong there "
+                                    f"(it says {one_line(str(tag), 200)})")
+        return meta.num_rows
 
     @staticmethod
     def _leftover(entry: str, level: int) -> bool:
@@ -333,7 +461,7 @@ class Checkpoint:
         m = _DATA_FILE.fullmatch(entry)
         if m is None:
             return False
-        if m.group(3) or m.group(4):  # exchange, winners, reports
+        if m.group(4) or m.group(5):  # exchange, winners, transfer, reports
             return True
         kind, k = m.group(1), int(m.group(2))
         return k > level or (kind == "frontier" and k != level)

@@ -4,6 +4,7 @@ The in-process tests run the Spark engine on models whose levels all stay in the
 session factory that refuses to start Spark: they exercise the checkpoint itself, not a JVM.
 """
 
+import hashlib
 import json
 import os
 import random
@@ -18,12 +19,14 @@ from harness.errors import BadInput
 from harness.registry import load_spec
 
 LONG = os.environ.get("FUZZ_PROFILE") == "long"
-COUNTS = {"damaged": 0, "refused": 0, "resumed_unchanged": 0, "no_op": 0}
+COUNTS = {"damaged": 0, "refused": 0, "resumed_unchanged": 0, "no_op": 0,
+          "edited": 0, "edits_refused": 0, "edits_resumed_unchanged": 0, "edits_no_op": 0}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def fuzz_report():
-    """The damage fuzzer's counts, written to $FUZZ_REPORT (the nightly runs this file alone, on one worker)."""
+    """The damage and editing fuzzers' counts, written to $FUZZ_REPORT (the nightly runs this file alone, on one
+    worker)."""
     yield
     if os.environ.get("FUZZ_REPORT"):
         Path(os.environ["FUZZ_REPORT"]).write_text(json.dumps(dict(COUNTS, profile="long" if LONG else "short"), indent=1))
@@ -50,7 +53,8 @@ def summary(r):
 
 @pytest.fixture(scope="module")
 def reference():
-    """The uninterrupted results, and checkpoints stopped mid-way (before the violation) to copy and damage."""
+    """The uninterrupted results, and checkpoints stopped mid-way (before the violation) to copy and damage;
+    under ("full", mutation), the uninterrupted run's own checkpoint (complete, or stopped by the violation)."""
     import tempfile
 
     base = Path(tempfile.mkdtemp())
@@ -64,6 +68,7 @@ def reference():
         part = explore(model, ck, max_depth=4 if mutation is None else 1)
         assert not part.complete and part.stopped_by == "max-depth"
         out[mutation] = (model, summary(full), ck)
+        out["full", mutation] = (model, summary(full), base / f"full-{mutation}")
     yield out
     shutil.rmtree(base)
 
@@ -169,6 +174,119 @@ def test_a_checkpoint_of_another_job_is_neither_resumed_nor_cleared(reference, t
             explore(other, ck, resume=resume)
     assert data_files(ck) == before
 
+# ------------------------------------------------------------ a manifest edited and its checksum recomputed
+
+def forge(ck: Path, edit) -> None:
+    """Edit state.json as a forger would: `edit(body, ck)` changes its body (and the files, if it likes), then
+    the checksum is recomputed: a SHA-256 of the canonical JSON, which anyone can compute."""
+    doc = json.loads((ck / "state.json").read_text())
+    edit(doc["body"], ck)
+    doc["sha256"] = hashlib.sha256(json.dumps(doc["body"], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    (ck / "state.json").write_text(json.dumps(doc, indent=1))
+
+
+def drop_files(body, ck, prefix):
+    for rel in [r for r in body["files"] if r.startswith(prefix)]:
+        del body["files"][rel]
+        (ck / rel).unlink()
+
+
+def claim_completion(body, ck):
+    """The issue's edit: no frontier left, and the frontier's files gone (the manifest did not require them)."""
+    body["totals"]["frontier"] = 0
+    drop_files(body, ck, "frontier/")
+
+
+def rewrite(body, ck, prefix, change):
+    """The file under `prefix` rewritten as `change(table)`, its size and SHA-256 listed afresh."""
+    import pyarrow.parquet as pq
+
+    [rel] = [r for r in body["files"] if r.startswith(prefix)]
+    pq.write_table(change(pq.read_table(ck / rel)), ck / rel)
+    data = (ck / rel).read_bytes()
+    body["files"][rel] = [len(data), hashlib.sha256(data).hexdigest()]
+
+
+def relabel_a_file(body, ck):
+    """parents/3's file with level 2 in its own metadata."""
+    def change(table):
+        tag = json.loads(table.schema.metadata[b"harness"])
+        return table.replace_schema_metadata({b"harness": json.dumps(dict(tag, level=2)).encode()})
+    rewrite(body, ck, "parents/3/", change)
+
+
+def swap_a_frontier_state(body, ck):
+    """The frontier's second state replaced by its first (their fingerprints left as they were)."""
+    import pyarrow as pa
+
+    def change(table):
+        states = table.column("state").to_pylist()
+        return table.set_column(1, "state", pa.array(states[:1] + states[:1] + states[2:], pa.binary()))
+    rewrite(body, ck, "frontier/", change)
+
+
+def add_a_violation(body, ck):
+    """A violation of a real property by a real state (the initial one), which does not violate it."""
+    import pyarrow.parquet as pq
+
+    [rel] = [r for r in body["files"] if r.startswith("parents/0/")]
+    body["totals"]["violations"]["CommittedOnIsr"] = [0, pq.read_table(ck / rel).column("fp")[0].as_py()]
+
+
+def in_totals(key, value):
+    return lambda body, ck: body["totals"].__setitem__(key, value)
+
+
+def one_more_state_at_depth_2(body, ck):
+    body["totals"]["states_per_depth"][2] += 1
+    body["totals"]["distinct"] += 1
+
+
+FORGERIES = {  # name: (which checkpoint, the edit)
+    "claims completion, its frontier dropped": (None, claim_completion),
+    "claims completion, its frontier kept": (None, lambda body, ck: body["totals"].__setitem__("frontier", 0)),
+    "skips a level (parents of depth 2 dropped)": (None, lambda body, ck: drop_files(body, ck, "parents/2/")),
+    "goes back a level": (None, lambda body, ck: body.__setitem__("level", 3)),
+    "counts disagree with the files": (None, one_more_state_at_depth_2),
+    "a file's metadata level changed": (("full", None), relabel_a_file),
+    "a frontier state swapped": (None, swap_a_frontier_state),
+    "a violation removed": (("full", "hwm_ignores_isr"), in_totals("violations", {})),
+    "a violation added": (("full", None), add_a_violation),
+    # malformed fields
+    "level a string": (None, lambda body, ck: body.__setitem__("level", "4")),
+    "level negative": (None, lambda body, ck: body.__setitem__("level", -1)),
+    "level a float": (None, lambda body, ck: body.__setitem__("level", 4.0)),
+    "level a boolean": (None, lambda body, ck: body.__setitem__("level", True)),
+    "level missing": (None, lambda body, ck: body.pop("level")),
+    "a count a string": (None, in_totals("distinct", "37")),
+    "a count negative": (None, in_totals("generated", -75)),
+    "a count missing": (None, lambda body, ck: body["totals"].pop("frontier")),
+    "states per depth a dict": (None, in_totals("states_per_depth", {"0": 1})),
+    "violations a list": (None, in_totals("violations", [])),
+    "totals a list": (None, lambda body, ck: body.__setitem__("totals", [])),
+    "files a list": (None, lambda body, ck: body.__setitem__("files", list(body["files"].items()))),
+    "a file's size negative": (None, lambda body, ck: body["files"].__setitem__(
+        next(iter(body["files"])), [-1, body["files"][next(iter(body["files"]))][1]])),
+    "a file entry without its checksum": (None, lambda body, ck: body["files"].__setitem__(
+        next(iter(body["files"])), body["files"][next(iter(body["files"]))][:1])),
+    "a file outside the layout": (None, lambda body, ck: body["files"].__setitem__("../../etc/passwd", [0, "0" * 64])),
+}
+
+
+@pytest.mark.parametrize("forgery", list(FORGERIES))
+def test_a_manifest_edited_with_its_checksum_recomputed_is_refused_in_one_line(reference, tmp_path, cli, forgery):
+    """Exit 2, one line, and nothing in the folder changed: the checksum is not a secret, so a resume checks
+    the manifest against what it can recompute from the files."""
+    which, edit = FORGERIES[forgery]
+    model, expected, ck = copy_of(reference, which, tmp_path)
+    forge(ck, edit)
+    before = {f: (ck / f).read_bytes() for f in data_files(ck)}
+    mutation = which[1] if isinstance(which, tuple) else which
+    code, out, err = cli("check", "example", "--config", "ci", "--engine", "spark", "--quiet", "--checkpoint", ck,
+                         "--resume", *(["--mutation", mutation] if mutation else []))
+    assert code == 2 and err.startswith("error: corrupt checkpoint") and len(err.strip().splitlines()) == 1, (code, err)
+    assert {f: (ck / f).read_bytes() for f in data_files(ck)} == before
+
 
 # -------------------------------------------------------------------------- the damage fuzzer
 
@@ -230,6 +348,85 @@ def test_damaged_checkpoints_are_refused_or_give_the_uninterrupted_result(refere
         return
     assert what == "noop" or summary(r) == expected, what  # accepted only if the result is unchanged
     COUNTS["no_op" if what == "noop" else "resumed_unchanged"] += 1
+
+# ------------------------------------------------------------------------- the editing fuzzer
+
+EDITS = ("replace", "delete", "add", "level", "violation", "drop-frontier")
+
+
+def places(value, path=()):
+    """Every (path, value) inside a JSON value, containers included."""
+    yield path, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        yield from places(inner, path + (key,))
+
+
+def other_values(value, rnd: random.Random) -> list:
+    """What a forger or a slip might put in a field's place: near numbers, and values of every other type."""
+    near = [value + 1, value - 1, value * 2, -1, 0, 2**63, float(value), str(value)] if type(value) is int else []
+    return near + [None, True, "x", 1.5, [], {}, [value], {"x": value}, rnd.randrange(-2**63, 2**63)]
+
+
+def edit_manifest(ck: Path, rnd: random.Random, kind: str, model) -> str:
+    """One random edit of state.json's body, the checksum recomputed (`forge`); what was done, or "noop"."""
+    doc = json.loads((ck / "state.json").read_text())
+    what = [kind]  # and the field, for a failure's message
+
+    def edit(body, ck):
+        if kind == "level":
+            body["level"] += rnd.choice([-2, -1, 1, 2])
+        elif kind == "violation":  # a real property, by a real state of a real depth
+            import pyarrow.parquet as pq
+
+            depth = rnd.randrange(body["level"] + 1)
+            [rel, *_] = [r for r in body["files"] if r.startswith(f"parents/{depth}/")]
+            fps = pq.read_table(ck / rel).column("fp").to_pylist()
+            prop = rnd.choice(model.invariant_names + ["Deadlock"])
+            body["totals"]["violations"][prop] = [depth, rnd.choice(fps or [0])]
+        elif kind == "drop-frontier":  # the issue's edit: claims there is nothing left to expand
+            body["totals"]["frontier"] = 0
+            drop_files(body, ck, "frontier/")
+        else:
+            path, value = rnd.choice([pv for pv in places(body) if pv[0]
+                                      and (kind != "add" or isinstance(pv[1], (dict, list)))])
+            parent = body
+            for key in path[:-1]:
+                parent = parent[key]
+            what.append("/".join(map(str, path)))
+            if kind == "replace":
+                parent[path[-1]] = rnd.choice(other_values(value, rnd))
+            elif kind == "delete":
+                del parent[path[-1]]
+            elif isinstance(value, dict):
+                value[rnd.choice(["x", "level", "frontier", *value][:5])] = rnd.choice(other_values(0, rnd))
+            else:
+                value.append(rnd.choice(value + other_values(0, rnd)))
+
+    forge(ck, edit)
+    return " ".join(what) if json.loads((ck / "state.json").read_text())["body"] != doc["body"] else "noop"
+
+
+@settings(max_examples=2000 if LONG else 40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(kind=st.sampled_from(EDITS), seed=st.integers(0, 2**32 - 1),
+       which=st.sampled_from([None, "hwm_ignores_isr", ("full", None), ("full", "hwm_ignores_isr")]))
+def test_edited_manifests_are_refused_or_give_the_uninterrupted_result(reference, tmp_path_factory, kind, seed, which):
+    """A field of state.json edited at random and its checksum recomputed: refused in one line with nothing in
+    the folder changed, or resumed to exactly the uninterrupted result; never another result."""
+    model, expected, ck = copy_of(reference, which, tmp_path_factory.mktemp("edit"))
+    what = edit_manifest(ck, random.Random(seed), kind, model)
+    before = {f: (ck / f).read_bytes() for f in data_files(ck)}
+    COUNTS["edited"] += 1
+    try:
+        r = explore(model, ck, resume=True)
+    except BadInput as exc:
+        assert "\n" not in str(exc) and "checkpoint" in str(exc), what
+        assert {f: (ck / f).read_bytes() for f in data_files(ck)} == before, what
+        COUNTS["edits_refused"] += 1
+        return
+    assert summary(r) == expected, what
+    COUNTS["edits_no_op" if what == "noop" else "edits_resumed_unchanged"] += 1
 
 
 def test_relative_and_default_checkpoint_paths_work_and_resume(tmp_path, cli):

@@ -84,6 +84,20 @@ def browser():
 
 
 @pytest.mark.slow
+def test_the_nightly_runs_the_checkpoint_editing_fuzzer_and_reports_its_counts(tmp_path, monkeypatch):
+    """The night's fuzzers include the edited-manifest cases of tests/test_checkpoint.py, and their counts reach
+    the report: the nightly's own runner, at the short profile and for that fuzzer alone."""
+    monkeypatch.syspath_prepend(str(ROOT / "ci"))
+    import nightly
+
+    out = nightly.run_fuzzer("checkpoints", nightly.FUZZERS["checkpoints"], tmp_path, profile="short",
+                             select="edited_manifests")
+    counts = out["counts"]
+    assert out["passed"] and counts["profile"] == "short" and counts["edited"] > 0, out
+    assert counts["edits_refused"] + counts["edits_resumed_unchanged"] + counts["edits_no_op"] == counts["edited"]
+    assert counts["edits_refused"] > counts["edited"] / 2  # most edits are caught, not harmless
+
+
 def test_the_report_in_chromium_shows_matrix_links_plots_and_the_trend(reports, tmp_path):
     _, (_, _, quiet), (_, _, broken) = reports
     with browser() as pw:

@@ -43,6 +43,7 @@ import threading
 import time
 import zipfile
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlparse
 
 import numpy as np
@@ -52,6 +53,7 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 from harness import checkpoint as ck
 from harness import interrupt
 from harness.errors import BadInput
+from harness.itf import shown
 from harness.store import Store
 from harness.model import Model, config_digest, config_to_dict, mix64, preset_of
 from harness.speed import cycle_collector_paused
@@ -865,7 +867,8 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     job, store = make_job(model, checkpoint, check_deadlock=check_deadlock, max_depth=max_depth, keep_going=keep_going,
                           checkpoint_every=checkpoint_every)
     store.check_writable()
-    saved = store.open(resume, hold=True)  # a local DIR stays locked until the run ends
+    saved = store.open(resume, hold=True, check=lambda level, totals: _check_resumed(model, job, level, totals))
+    # (a local DIR stays locked until the run ends)
     try:
         if saved is None:
             init, violations = first_level(model)
@@ -1100,6 +1103,50 @@ def _slots(sc) -> int:
         return max(sc.defaultParallelism, 1) if jsc.getExecutorMemoryStatus().size() > 1 or sc.master.startswith("local") else 0
 
 
+@cycle_collector_paused()  # decoding the frontier (see LevelWorker.load)
+def _check_resumed(model: Model, job: dict, level: int, totals: dict) -> None:
+    """What a resume can recompute beyond the counts harness.checkpoint compares with the files: each recorded
+    violation re-executes to a state that violates it, and the committed frontier's states (each checked for
+    every invariant when it was found) hold their fingerprints and violate nothing the totals do not record."""
+    folder = _store(job)
+    manifest = folder.where(ck.MANIFEST)
+
+    def refuse(what: str) -> NoReturn:
+        raise ck.CheckpointRefused(f"corrupt checkpoint: {manifest} records {what}")
+
+    if len(totals["gen_by_action"]) != len(model.actions):
+        refuse(f"counts of {len(totals['gen_by_action'])} actions; the model has {len(model.actions)}")
+    for prop, (depth, fp) in totals["violations"].items():
+        if prop not in model.invariant_names and not (prop == "Deadlock" and job["check_deadlock"]):
+            refuse(f"a violation of {shown(prop)}, which this search does not check")
+        try:
+            state = _reconstruct(model, job, depth, fp, prop).states[-1]
+        except (KeyError, RuntimeError):  # not an initial state, or a chain the rules do not take
+            refuse(f"a violation of {prop} at depth {depth} that no trace reaches")
+        if (model.successors(state) or model.quiescent(state)) if prop == "Deadlock" else model.holds(prop, state):
+            refuse(f"a violation of {prop} at depth {depth} by a state that does not violate it")
+    first: dict[str, int] = {}  # property -> the smallest fingerprint of a frontier state violating it
+    for name in ck.names(folder, "frontier", level):
+        where = folder.where(ck.path("frontier", level, name))
+        try:
+            held = states_of(model, ck.read_table(folder, job["id"], "frontier", level, name))
+        except ck.CheckpointRefused:
+            raise
+        except BadInput as exc:  # a state that does not decode
+            raise ck.CheckpointRefused(f"corrupt checkpoint: {where}: {exc}") from None
+        if model.fingerprints([s for _, s in held]) != [fp for fp, _ in held]:
+            raise ck.CheckpointRefused(f"corrupt checkpoint: {where} holds states that do not have their fingerprints")
+        for fp, s in held:
+            for prop in model.violated(s):
+                first[prop] = min(fp, first.get(prop, fp))
+    at_level = {p for p, (depth, _) in totals["violations"].items() if depth == level and p != "Deadlock"}
+    for prop in sorted(set(first) | at_level):
+        recorded = totals["violations"].get(prop)
+        if recorded is None or (recorded[0] == level and recorded[1] != first.get(prop)):
+            refuse(f"no violation of {prop} at depth {level}, whose states violate it" if recorded is None else
+                   f"a violation of {prop} at depth {level} by another state than its first")
+
+
 def _reconstruct(model: Model, job: dict, depth: int, fp: int, prop: str):
     from harness.engines.bfs import reconstruct
 
@@ -1113,7 +1160,7 @@ def _reconstruct(model: Model, job: dict, depth: int, fp: int, prop: str):
                 parent = hit.column("parent")[0].as_py()
                 break
         if parent is None:
-            raise BadInput(f"corrupt checkpoint: no parent record for a state of level {level}")
+            raise ck.CheckpointRefused(f"corrupt checkpoint: no parent record for a state of level {level}")
         chain.append(parent)
     v = reconstruct(model, chain[::-1], model.fingerprint)
     v.outcome = Outcome("deadlock" if prop == "Deadlock" else "invariant", prop)
