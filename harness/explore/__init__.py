@@ -28,6 +28,7 @@ from flask import Flask, abort, redirect, render_template, request, url_for
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from harness.errors import BadInput
+from harness.files import reason
 from harness.model import Action, Model
 from harness.present import Step, View, guarded, run_steps, trace_view
 from harness.trace import Outcome, Trace, trace_filename, write_trace
@@ -225,8 +226,9 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
         walk = parse_walk(model, request.form.get("path", ""))
         try:
             path = save_walk(model, walk, out_dir)
-        except OSError as exc:
-            return render_template("error.html", code=500, message=f"cannot write the trace: {exc.strerror or exc}"), 500
+        except (BadInput, OSError) as exc:  # a full disk, a file-size limit, a folder made read-only since
+            message = str(exc) if isinstance(exc, BadInput) else f"cannot write the trace: {reason(exc)}"
+            return render_template("error.html", code=500, message=message), 500
         return render_template("saved.html", model=model, saved=str(path), path=walk_text(walk.choices),
                                steps=len(walk.states) - 1)
 
