@@ -28,7 +28,6 @@ from flask import Flask, abort, redirect, render_template, request, url_for
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from harness.errors import BadInput
-from harness.files import reason
 from harness.model import Action, Model
 from harness.present import Step, View, guarded, run_steps, trace_view
 from harness.trace import Outcome, Trace, trace_filename, write_trace
@@ -139,7 +138,6 @@ def save_walk(model: Model, walk: Walk, out_dir: Path) -> Path:
     violated = model.violated(walk.states[-1])
     outcome = Outcome("invariant", violated[0]) if violated else Outcome("none")
     stem = trace_filename(model, outcome, "explore").removesuffix(".itf.json") + f"-{len(walk.states) - 1}-steps"
-    out_dir.mkdir(parents=True, exist_ok=True)
     path, n = out_dir / f"{stem}.itf.json", 1
     while path.exists():  # never overwrite an earlier save
         n += 1
@@ -226,9 +224,8 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
         walk = parse_walk(model, request.form.get("path", ""))
         try:
             path = save_walk(model, walk, out_dir)
-        except (BadInput, OSError) as exc:  # a full disk, a file-size limit, a folder made read-only since
-            message = str(exc) if isinstance(exc, BadInput) else f"cannot write the trace: {reason(exc)}"
-            return render_template("error.html", code=500, message=message), 500
+        except BadInput as exc:  # a full disk, a file-size limit, a folder made read-only since the start
+            return render_template("error.html", code=500, message=str(exc)), 500
         return render_template("saved.html", model=model, saved=str(path), path=walk_text(walk.choices),
                                steps=len(walk.states) - 1)
 
