@@ -13,6 +13,7 @@ import json
 import os
 import re
 import resource
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -196,13 +197,15 @@ def test_a_walk_saved_by_the_explorer_on_a_read_only_disk_is_an_error_page(tmpfs
 # ------------------------------------------------------------------------------------------ odd paths
 
 ODD = ["", " ", "\t", "afile", "afile/x"]
+# `explore` is given a port held here: a path it took would end in a refused port, not in a server for ever.
+BUSY_PORT = socket.create_server(("127.0.0.1", 0))
 PATH_OPTIONS = {
     "check --out": ["check", "example", "--out"],
     "check --checkpoint": ["check", "example", "--engine", "spark", "--master", "local[1]", "--checkpoint"],
     "graph --out": ["graph", "example", "--out"],
     "prove --out": ["prove", "kraft", "--brokers", "1", "--out"],
     "corpus --out": ["corpus", "--spec", "example", "--out"],
-    "explore --out": ["explore", "example", "--port", "0", "--out"],
+    "explore --out": ["explore", "example", "--port", str(BUSY_PORT.getsockname()[1]), "--out"],
     "nightly --reports": NIGHTLY + ["--quick", "--spec", "example", "--checkpoints", "ck", "--reports"],
     "nightly --checkpoints": NIGHTLY + ["--quick", "--spec", "example", "--reports", "rep", "--checkpoints"],
 }
