@@ -35,6 +35,7 @@ from harness import interrupt, streams  # noqa: E402
 from harness.engines import graph, hypothesis as hyp, spark  # noqa: E402
 from harness.checkpoint import CheckpointRefused  # noqa: E402
 from harness.errors import BadInput  # noqa: E402
+from harness.files import check_writable_dir, write_atomic  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
 from harness.check import write_counterexamples  # noqa: E402
 from harness.corpus import REGRESSIONS, liveness_verdicts  # noqa: E402
@@ -246,6 +247,9 @@ def main() -> int:
     if unknown:
         log(f"error: unknown spec {unknown[0]!r} (known: {', '.join(names)})")
         return 2
+    # Before any search: the night's results must have somewhere to go.
+    check_writable_dir(args.reports, "--reports")
+    check_writable_dir(args.checkpoints, "--checkpoints")
     seed = args.seed if args.seed is not None else int(day.strftime("%Y%m%d"))
     reports = Path(args.reports)
     started = f"{day.isoformat()}T{now.strftime('%H%M%SZ')}"
@@ -268,7 +272,8 @@ def main() -> int:
     summary["failures"] = failures_of(summary)
     summary["outcome"] = "failed" if summary["failures"] else "ok"
     summary["comparison"] = compare(previous, summary)
-    (folder / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
+    text = json.dumps(summary, indent=1, sort_keys=True)
+    write_atomic(folder / "summary.json", lambda p: p.write_text(text))
     report.render(folder, summary, history)
     log(f"report: {folder}/report.html ({summary['outcome']})")
     for f in summary["failures"]:

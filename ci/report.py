@@ -10,6 +10,9 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from harness.errors import BadInput
+from harness.files import reason, write_atomic
+
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATUSES = ("holds", "violated", "expected", "not checked")
 
@@ -75,13 +78,16 @@ def render(folder: Path, summary: dict, history: list[dict]) -> None:
     top = max([v for m in summary["models"].values() for v in m.get("spark", {}).get("coverage", {}).values()] or [1])
     html = env.get_template("report.html.j2").render(summary=summary, rows=rows, trends=trends(history + [summary]),
                                                      coverage_top=top, statuses=STATUSES)
-    (folder / "report.html").write_text(html)
+    write_atomic(folder / "report.html", lambda p: p.write_text(html))
     md = markdown(summary, rows)
-    (folder / "summary.md").write_text(md)
+    write_atomic(folder / "summary.md", lambda p: p.write_text(md))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
-        with open(step_summary, "a") as f:
-            f.write(md)
+        try:
+            with open(step_summary, "a") as f:
+                f.write(md)
+        except OSError as exc:  # CI's file, appended to: nothing to clean up, only to say which file
+            raise BadInput(f"cannot append to {step_summary} ($GITHUB_STEP_SUMMARY): {reason(exc)}") from None
 
 
 def markdown(summary: dict, rows: list[dict]) -> str:

@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text  # text from a file or a spec is printed as Text: never read as markup or emoji codes
 
 from harness import interrupt, streams
-from harness.files import check_writable_dir, write_atomic
+from harness.files import check_writable_dir, path_problem, write_atomic
 from harness.errors import BadInput, LimitReached
 from harness.interrupt import Interrupted
 
@@ -121,11 +121,12 @@ def _engines(param: str) -> str:
 
 
 class Folder(click.Path):
-    """A folder option. A NUL in it is a usage error: `os.stat` raises ValueError for it, which click lets through."""
+    """A folder option. An empty or blank value is a usage error (it would name the current folder), and so
+    is a NUL: `os.stat` raises ValueError for it, which click lets through."""
 
     def convert(self, value, param, ctx):
-        if "\0" in str(value):
-            self.fail("a path cannot contain a NUL character", param, ctx)
+        if problem := path_problem(str(value)):
+            self.fail(problem, param, ctx)
         return super().convert(value, param, ctx)
 
 
@@ -205,7 +206,7 @@ def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_
     model = spec.bind(cfg)
     if no_deadlock:
         model.check_deadlock = False
-    check_writable_dir(Path(out), "--out")  # before the search: its result must have somewhere to go
+    check_writable_dir(out, "--out")  # before the search: its result must have somewhere to go
     _progress.every = progress_every
     if engine == "spark":
         from harness.engines import spark
@@ -481,7 +482,7 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_dir, max
     model = spec.bind(cfg)
     to_stdout = out_dir == "-"
     if not to_stdout:
-        check_writable_dir(Path(out_dir), "--out")
+        check_writable_dir(out_dir, "--out")
     g, _ = graph.build(model, max_states or graph.MAX_STATES, check_safety=False)
     name = f"{spec_name}-{preset or spec.default_preset}.{fmt}"
     if to_stdout:
@@ -492,11 +493,7 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_dir, max
         path = "-"
     else:
         path = str(Path(out_dir) / name)
-        try:
-            Path(out_dir).mkdir(parents=True, exist_ok=True)
-            write_atomic(Path(path), lambda p: graph.write(g, str(p), fmt))
-        except OSError as exc:
-            raise BadInput(f"--out {out_dir}: cannot be written: {exc.strerror or exc}") from None
+        write_atomic(Path(path), lambda p: graph.write(g, str(p), fmt))
     info = dict(graph.summary(g), file=path, format=fmt)
     console = err if to_stdout else out  # stdout holds the graph itself with --out -
     if as_json:
@@ -524,11 +521,10 @@ def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth,
 
     spec = load_spec(spec_name)
     model = spec.bind(spec.config(preset, (), variants, mutation))
-    check_writable_dir(Path(out_dir), "--out")
+    check_writable_dir(out_dir, "--out")
     result = z3prove.prove(model, list(properties) or None, brokers, depth)
     for cti in result["ctis"]:
         path = Path(out_dir) / f"{spec_name}-{mutation or 'none'}-{cti['rule']}-{cti['property']}-cti.itf.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(z3prove.cti_itf(result, cti), indent=1)
         write_atomic(path, lambda p: p.write_text(text))
         cti["file"] = str(path)
@@ -555,6 +551,7 @@ def corpus_cmd(out: str, names: tuple) -> None:
     for n in names:
         from harness.registry import load_spec
         load_spec(n)  # unknown spec -> exit 2
+    check_writable_dir(out, "--out")  # before the searches: their traces must have somewhere to go
     survivors = regenerate(Path(out), list(names) or None, echo=lambda m: err.print(m, markup=False))
     if survivors:
         err.print(f"[red]mutations not caught:[/red] {', '.join(survivors)}")
@@ -595,7 +592,7 @@ def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -
     if len(targets) == 1 and targets[0] in spec_names() and not Path(targets[0]).is_file():
         spec = load_spec(targets[0])
         model = spec.bind(spec.config(preset, settings, variants, mutation))
-        check_writable_dir(Path(out), "--out")
+        check_writable_dir(out, "--out")
         app = create_app(model=model, out_dir=Path(out))
     else:
         for param in MODEL_OPTIONS:

@@ -87,7 +87,6 @@ def run_case(case: Case, time_limit: float | None = None):
 
 def regenerate(out: Path, names: list[str] | None = None, echo=print) -> list[str]:
     """Rewrite the corpus; returns the labels of cases that found no violation (a surviving mutation)."""
-    out.mkdir(parents=True, exist_ok=True)
     survivors = []
     for case in all_cases(names):
         model, result = run_case(case)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -14,22 +15,59 @@ def temporary_name(name: str) -> str:
     return f"{name}.tmp{os.getpid()}"
 
 
+def reason(exc: OSError) -> str:
+    """An OSError in a few words: a full disk and a file-size limit say which they are."""
+    if exc.errno == errno.EFBIG:  # the process's RLIMIT_FSIZE (`ulimit -f`), or the filesystem's own maximum
+        return "File too large (over the file-size limit, ulimit -f)"
+    if exc.errno:  # the OS's own words (pyarrow's strerror wraps them in its own)
+        return os.strerror(exc.errno)
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
 def write_atomic(target: Path, write: Callable[[Path], Any]) -> None:
-    """Write to a temporary name, then rename: an interrupted write never leaves a partial file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """Write to a temporary name, then rename: an interrupted or failed write never leaves a partial file
+    (nor replaces a complete one), and never its temporary file. A write the OS refuses (a full disk, a
+    file-size limit, a read-only folder) is BadInput naming the file."""
     tmp = target.with_name(temporary_name(target.name))
-    write(tmp)
-    os.replace(tmp, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write(tmp)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # the folder itself is gone or unreadable: nothing of ours can be left in it
+        if isinstance(exc, OSError):
+            raise BadInput(f"cannot write {target}: {reason(exc)}") from None
+        raise
 
 
-def check_writable_dir(path: Path, option: str) -> None:
-    """Refuse (exit 2) a directory that cannot be created or written, before any work is done."""
-    if "\0" in str(path):  # the OS cannot name it (Python raises ValueError, not OSError)
-        raise BadInput(f"{option} {str(path)!r}: a path cannot contain a NUL character")
+def path_problem(text: str) -> str | None:
+    """Why a path option's value cannot be meant as a path, or None. An empty value would be the current
+    folder (Path('') is '.'), a blank one a folder named by spaces: both are a slip, not a choice."""
+    if not text.strip():
+        return "an empty or blank path (give a folder, or . for the current one)"
+    if "\0" in text:  # the OS cannot name it (Python raises ValueError, not OSError)
+        return "a path cannot contain a NUL character"
+    return None
+
+
+def check_writable_dir(path: str | os.PathLike, option: str) -> None:
+    """Refuse (exit 2) a directory that cannot be created or written, before any work is done. Give the
+    option's text, not a Path of it: Path('') is already '.'."""
+    text = os.fspath(path)
+    if problem := path_problem(text):
+        raise BadInput(f"{option} {text!r}: {problem}")
+    path = Path(text)
     probe = path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if path.exists() and not path.is_dir():
         raise BadInput(f"{option} {path}: exists and is not a directory")
+    if probe.exists() and not probe.is_dir():
+        raise BadInput(f"{option} {path}: cannot be created under {probe}, which is a file")
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise BadInput(f"{option} {path}: cannot be written ({probe} is not a writable directory)")
+        what = "is on a read-only filesystem" if probe.is_dir() and os.statvfs(probe).f_flag & os.ST_RDONLY else \
+            "is not a writable directory"
+        raise BadInput(f"{option} {path}: cannot be written ({probe} {what})")

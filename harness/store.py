@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from harness.errors import BadInput
-from harness.files import check_writable_dir, temporary_name
+from harness.files import check_writable_dir, path_problem, reason, temporary_name
 
 _URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 # Hadoop's names for S3 (Spark users write s3a://) are the same buckets and keys.
@@ -38,8 +38,8 @@ class Store:
     """A folder (`location`: a local path or a URI) and the files under it."""
 
     def __init__(self, location: str) -> None:
-        if "\0" in location:
-            raise BadInput(f"--checkpoint {location!r}: a path cannot contain a NUL character")
+        if problem := path_problem(location):
+            raise BadInput(f"--checkpoint {location!r}: {problem}")
         m = _URI.match(location)
         scheme = m.group(1).lower() if m else "file"
         if scheme == "file":
@@ -118,15 +118,25 @@ class Store:
     def write(self, rel: str, write: Callable[[pa.NativeFile], object]) -> None:
         """Publish `rel` whole: `write(stream)` fills it."""
         target = self._abs(rel)
-        if not self.renames:
-            with self.fs.open_output_stream(target) as out:
+        tmp = temporary_name(target) if self.renames else None
+        try:
+            if tmp is None:
+                with self.fs.open_output_stream(target) as out:  # an upload cut short publishes nothing
+                    write(out)
+                return
+            self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+            with self.fs.open_output_stream(tmp) as out:
                 write(out)
-            return
-        self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        tmp = temporary_name(target)
-        with self.fs.open_output_stream(tmp) as out:
-            write(out)
-        self.fs.move(tmp, target)
+            self.fs.move(tmp, target)
+        except BaseException as exc:
+            if tmp is not None:
+                try:
+                    self.fs.delete_file(tmp)
+                except OSError:
+                    pass  # never created, or its folder is gone
+            if isinstance(exc, OSError):  # a full disk, a file-size limit, a read-only folder, a refused upload
+                raise BadInput(f"cannot write {self.where(rel)}: {reason(exc)}") from None
+            raise
 
     def write_text(self, rel: str, text: str) -> None:
         data = text.encode()

@@ -38,6 +38,7 @@ import io
 import itertools
 import json
 import os
+import resource
 import shlex
 import shutil
 import signal
@@ -92,9 +93,10 @@ NUMBERS_BAD = ["0", "-1", "-0", "1.5", "1e3", "0x10", "1_000", "+", "nan", "inf"
                "-99999999999999999999", "9" * 5000, "", " 3", "3 ", "2**10"]
 NUMBERS_HUGE = ["99999999999999999999", str(2**63), str(2**64 + 1)]
 FLOATS = ["0", "0.5", "1e-9", "2", "-0", "-1", "nan", "NaN", "inf", "-inf", "1e309", "0x1p3", "1,5", "", "x"]
-# Relative to each line's scratch directory (or not writable at all); `afile` is a regular file there.
-OUT_DIRS = ["out", "out/deep/er", ".", "", "afile", "adir", "/dev/null/x", "/proc/nope", "out\x00x", "o" * 300,
-            "\U0001f980dir", "-"]
+# Relative to each line's scratch directory (or not writable at all); `afile` is a regular file there, `ro` a
+# read-only folder (a read-only tmpfs where root may mount one: root writes through any mode bits).
+OUT_DIRS = ["out", "out/deep/er", ".", "", " ", "\t", "afile", "afile/x", "adir", "ro", "ro/deep", "/dev/null/x",
+            "/proc/nope", "out\x00x", "o" * 300, "\U0001f980dir", "-"]
 TRACES = ["good.itf.json", "kraft.itf.json", "garbage.itf.json", "empty.itf.json", "deep.itf.json",
           "bigint.itf.json", "edited.itf.json", "binary.itf.json", "list.itf.json", "string.itf.json",
           "negative.itf.json", "float.itf.json", "rule.itf.json", "nometa.itf.json", "foreign.itf.json",
@@ -116,7 +118,7 @@ VALUES: dict[str, tuple[list, list]] = {
     "--variant": (VARIANTS, ["bogus=1", "elr=maybe", "elr", "completion=", "=", "kafka=seed", "completion=seed=kafka"]),
     "--engine": (list(harness.cli.ENGINES), ["BFS", "warp", "spark ", "z3\x00"]),
     "--out": (OUT_DIRS, []),
-    "--checkpoint": (["ck", "ck/deep", "afile", "adir"], []),
+    "--checkpoint": (["ck", "ck/deep", "afile", "adir"], ["", " ", "afile/x", "ro", "ro/ck"]),
     "--seed": (["0", "1", "42", "-5"] + NUMBERS_HUGE, NUMBERS_BAD[3:]),
     "--max-states": (["1", "50", "200"] + NUMBERS_HUGE, NUMBERS_BAD),
     "--max-depth": (["0", "1", "5"] + NUMBERS_HUGE, NUMBERS_BAD[1:]),
@@ -142,10 +144,11 @@ BUSY_PORT = socket.create_server(("127.0.0.1", 0))
 
 # Failures found by this fuzzer outside its owner's files, kept out of the vocabulary until fixed
 # (each is reported with its reproducer):
-# * `graph example --out /nonexistent/x.dot`, `graph example --out /`: a FileNotFoundError or
-#   IsADirectoryError traceback from graph.write (harness/cli.py graph_cmd). The tail gives `graph`
-#   a writable `--out`, so the vocabulary never reaches it.
-# (Fixed: `replay 'good.itf.json\x00'`, a ValueError "embedded null byte" escaping read_trace.)
+# * `graph example --out /nonexistent/x.dot`, `graph example --out /`: these would create or write into folders
+#   outside the scratch directory (the fuzzer runs as root), so the vocabulary keeps graph's --out inside it.
+# (Fixed: `replay 'good.itf.json\x00'`, a ValueError "embedded null byte" escaping read_trace; graph.write's
+# FileNotFoundError and IsADirectoryError tracebacks: every write goes through harness/files.py write_atomic,
+# which turns an OSError into one line.)
 TRACE_COMMANDS = ("replay", "show", "diff")  # their arguments are trace files
 
 
@@ -262,16 +265,16 @@ def tail(draw, command: str, spec: str | None, valid: bool) -> list[str]:
             line += ["--master", draw(st.sampled_from(BOGUS_MASTERS)), "--checkpoint", "ck"]
         line += ["--max-states", pick(["200"], ["0", "-5", "1e3", ""]),
                  "--time-limit", pick(["2"], ["-1", "x", "nan", "inf", "0"])]
-        return line + ["--out", pick(["out"], ["afile", "/dev/null/x"])]
+        return line + ["--out", pick(["out"], ["afile", "/dev/null/x", "ro", "", "afile/x"])]
     if command == "graph":
         line = ["--config", pick(["tiny"], ["bogus"])] if spec in BIG_SPECS else []
         fmt = draw(st.sampled_from(["dot", "graphml", "json"]))
-        return line + ["--format", fmt, "--max-states", pick(["200"], ["0", "x"]), "--out", f"g.{fmt}"]
+        return line + ["--format", fmt, "--max-states", pick(["200"], ["0", "x"]), "--out", pick([f"g.{fmt}"], ["ro", " "])]
     if command == "prove":
         return ["--brokers", pick(["1", "2"], ["0", "17", "x"]), "--depth", pick(["0", "1"], ["-1", "y"]),
-                "--out", pick(["cti"], ["afile"])]
+                "--out", pick(["cti"], ["afile", "ro"])]
     if command == "corpus":
-        return ["--out", "corpus", "--spec", draw(st.sampled_from([s for s in BOGUS_SPECS if s not in SPECS]))]
+        return ["--out", pick(["corpus"], ["ro", "", "afile/x"]), "--spec", draw(st.sampled_from([s for s in BOGUS_SPECS if s not in SPECS]))]
     if command == "explore":
         return ["--port", str(BUSY_PORT.getsockname()[1])]
     return []
@@ -354,15 +357,34 @@ def make_scratch(directory: Path) -> Path:
     return directory
 
 
-def linked_scratch(directory: Path, fixtures: Path) -> Path:
+def linked_scratch(directory: Path, fixtures: Path, read_only: Path) -> Path:
     """A fresh working directory holding hard links to the files of `fixtures` (made once: a copy of the
-    2,000-state trace per line would cost more than most lines) and an empty `adir`."""
+    2,000-state trace per line would cost more than most lines), an empty `adir` and `ro`, a link to the
+    read-only folder."""
     directory.mkdir()
     for f in fixtures.iterdir():
         if f.is_file():
             os.link(f, directory / f.name)
     (directory / "adir").mkdir()
+    (directory / "ro").symlink_to(read_only)
     return directory
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """A read-only tmpfs; where the sandbox refuses the mount, a folder without write permission (read-only
+    to anyone but root, so that the lines using it stay harmless)."""
+    path = tmp_path / "read-only"
+    path.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(path)],
+                             capture_output=True).returncode == 0
+    if not mounted:
+        path.chmod(0o555)
+    try:
+        yield path
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 # ------------------------------------------------------------------------------------ running
@@ -523,7 +545,7 @@ PROFILES = {"short": settings(derandomize=True, print_blob=False, **_COMMON),
 
 
 @pytest.mark.slow
-def test_fuzz_command_lines(tmp_path, monkeypatch, capsys):
+def test_fuzz_command_lines(tmp_path, monkeypatch, capsys, read_only):
     tally = Tally()
     jvm: list = []
     block_jvm(monkeypatch, jvm)
@@ -537,13 +559,15 @@ def test_fuzz_command_lines(tmp_path, monkeypatch, capsys):
     @PROFILES[PROFILE]
     @given(argv=command_lines())
     def fuzz(argv):
-        scratch = linked_scratch(tmp_path / f"line{next(numbers)}", fixtures)
+        scratch = linked_scratch(tmp_path / f"line{next(numbers)}", fixtures, read_only)
         before = len(jvm)
         result = run_in_process(argv, scratch)
         problems = problems_of(result)
         if len(jvm) > before:
             tally.jvm_starts += 1
             problems.append("tried to start a JVM")
+        if any(not entry.name.strip() for entry in scratch.iterdir()):  # `--out ' '` taken as a folder's name
+            problems.append("wrote a file or folder named by whitespace")
         tally.add(argv, result, problems)
         shutil.rmtree(scratch, ignore_errors=True)
         assert KEEP_GOING or not problems, (f"{reproducer(argv)}\nargv={argv!r}\nexit {result['code']}: {'; '.join(problems)}\n"
@@ -596,6 +620,38 @@ def test_nastiest_lines_end_to_end(tmp_path, argv):
     assert not problems_of(result), f"{reproducer(argv)}: exit {p.returncode}\n{err[-2000:]}"
 
 
+# Lines that write, as processes on a hostile disk: under a file-size limit (RLIMIT_FSIZE, set in the child;
+# Python ignores SIGXFSZ, so a write past it is an EFBIG error) and into the read-only folder. Each must end in
+# one line naming its folder, exit 2, and leave no temporary file.
+WRITING = [
+    ["check", "example", "--config", "ci", "--mutation", "hwm_ignores_isr", "--out", "out"],
+    ["corpus", "--spec", "example", "--out", "out"],
+    ["graph", "example", "--out", "out"],
+    ["prove", "kraft", "--mutation", "keep_removing_in_isr", "--property", "IsrSubsetOfReplicas", "--brokers", "1",
+     "--depth", "1", "--out", "out"],
+    ["check", "example", "--engine", "spark", "--master", "local[1]", "--checkpoint-every", "0", "--checkpoint", "out"],
+]
+
+
+@pytest.mark.parametrize("disk", ["file-size limit", "read-only folder"])
+@pytest.mark.parametrize("argv", WRITING, ids=[" ".join(a[:2]) + (" spark" if "spark" in a else "") for a in WRITING])
+def test_writing_lines_on_a_hostile_disk_end_to_end(tmp_path, read_only, argv, disk):
+    scratch = make_scratch(tmp_path / "scratch")
+    if disk == "read-only folder":
+        if not os.statvfs(read_only).f_flag & os.ST_RDONLY:
+            pytest.skip("no read-only mount here (the sandbox refused a tmpfs), and root writes through mode bits")
+        (scratch / "ro").symlink_to(read_only)
+        argv = argv[:-1] + ["ro/out"]
+    limit = 1024 if disk == "file-size limit" else None  # bytes: less than any trace, graph, CTI or parquet part
+    p = subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True, cwd=scratch, timeout=PROCESS_TIMEOUT,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)), stdin=subprocess.DEVNULL,
+                       preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))) if limit else None)
+    out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    result = {"code": p.returncode, "out": out, "err": err, "escaped": None, "seconds": 0.0}
+    assert p.returncode == 2 and not problems_of(result), f"{reproducer(argv)}: exit {p.returncode}\n{err[-2000:]}"
+    assert "out" in err and not [f for f in scratch.rglob("*") if ".tmp" in f.name], err
+
+
 # The config layer on its own (what `--config`, `--set`, `--variant` and `--mutation` reach): any text
 # gives a config that binds at once, or BadInput with one short line. Thousands of cases a second.
 SETTING_TEXT = st.one_of(st.sampled_from(NASTY), st.text(max_size=30),
@@ -634,7 +690,8 @@ def test_fuzz_config_resolution(request):
 
 
 @pytest.mark.parametrize("argv", [["check", "example", "--out", "out\0x"], ["explore", "example", "--out", "out\0x"],
-                                  ["corpus", "--spec", "example", "--out", "c\0"],
+                                  ["corpus", "--spec", "example", "--out", "c\0"], ["graph", "example", "--out", "g\0"],
+                                  ["prove", "kraft", "--out", "c\0"],
                                   ["check", "example", "--engine", "spark", "--checkpoint", "ck\0"]])
 def test_a_nul_in_a_folder_option_is_a_usage_error(tmp_path, monkeypatch, argv):
     """Found by the fuzzer: click's Path type stats the value, and a NUL makes that a ValueError. Only an

@@ -843,7 +843,7 @@ def make_job(model: Model, checkpoint: str | None, *, check_deadlock: bool = Tru
     deadlock = check_deadlock and model.check_deadlock
     identity = {"spec": model.name, "digest": config_digest(cfg), "check_deadlock": deadlock, "code": code_digest()}
     # The default directory names the whole job, so a changed model gets a new one.
-    folder = Store(checkpoint or f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{ck.job_id(identity)}")
+    folder = Store(checkpoint if checkpoint is not None else f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{ck.job_id(identity)}")
     store = ck.Checkpoint(folder, identity)
     job = {"spec": model.name, "config": config_to_dict(cfg), "preset": preset_of(cfg), "dir": folder.location,
            "id": store.job, "identity": identity, "check_deadlock": deadlock, "max_depth": max_depth,

@@ -145,7 +145,6 @@ def save_walk(model: Model, walk: Walk, out_dir: Path) -> Path:
     violated = model.violated(walk.states[-1])
     outcome = Outcome("invariant", violated[0]) if violated else Outcome("none")
     stem = trace_filename(model, outcome, "explore").removesuffix(".itf.json") + f"-{len(walk.states) - 1}-steps"
-    out_dir.mkdir(parents=True, exist_ok=True)
     path, n = out_dir / f"{stem}.itf.json", 1
     while path.exists():  # never overwrite an earlier save
         n += 1
@@ -241,8 +240,8 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
         walk = parse_walk(model, request.form.get("path", ""))
         try:
             path = save_walk(model, walk, out_dir)
-        except OSError as exc:
-            return render_template("error.html", code=500, message=f"cannot write the trace: {exc.strerror or exc}"), 500
+        except BadInput as exc:  # a full disk, a file-size limit, a folder made read-only since the start
+            return render_template("error.html", code=500, message=str(exc)), 500
         return render_template("saved.html", model=model, saved=str(path), path=walk_text(walk.choices),
                                steps=len(walk.states) - 1)
 
