@@ -496,6 +496,17 @@ class Spec:
 
         return register
 
+    def order_rules(self, *names: str) -> None:
+        """The order engines try the rules in, when they are written in several modules (one per actor):
+        every rule named exactly once. Successors, hence BFS's first-found states and its traces, follow it,
+        so a package keeps the protocol document's order however its rules are laid out."""
+        by_name = {r.name: r for r in self.rules}
+        if sorted(names) != sorted(by_name):
+            missing, unknown = set(by_name) - set(names), set(names) - set(by_name)
+            raise TypeError(f"order_rules: every rule exactly once (missing {sorted(missing)}, unknown "
+                            f"{sorted(unknown)}, or one named twice)")
+        self.rules[:] = [by_name[n] for n in names]
+
     def invariant(self, fn: Callable | None = None, *, name: str | None = None, reads: tuple[str, ...] = ()) -> Callable:
         """`@spec.invariant`: a safety property `fn(cfg, state) -> bool`.
 
