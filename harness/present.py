@@ -17,6 +17,7 @@ import fnmatch
 import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from rich.cells import cell_len
@@ -28,6 +29,8 @@ from harness.itf import shown
 from harness.model import Model, Spec, config_digest, config_to_dict, range_text, variant_of
 from harness.replay import diff_states
 from harness.trace import Cti, Trace, outcome_document
+
+REPOSITORY = Path(__file__).resolve().parents[1]  # docs/ beside the packages (an editable install, a clone)
 
 
 @dataclass
@@ -435,10 +438,18 @@ def describe(spec: Spec, preset: str | None) -> dict:
     liveness = [{"name": n, "statement": folded(p.doc), "trigger": p.trigger is not None} for n, p in spec.liveness.items()]
     mutations = [{"name": m.name, "rule": m.rule, "removes": m.removes, "caught_at": m.caught_at,
                   **({"survives": m.survives} if m.survives else {})} for m in spec.mutations.values()]
-    return {"spec": spec.name, "doc": folded(spec.doc.strip().split("\n\n")[0]), "config": preset or spec.default_preset,
+    return {"spec": spec.name, "doc": folded(spec.doc.strip().split("\n\n")[0]), "model_doc": model_doc(spec.name),
+            "config": preset or spec.default_preset,
             "presets": list(spec.presets), "params": params, "variants": variants, "rules": rules,
             "invariants": invariants, "liveness": liveness, "z3": z3, "mutations": mutations,
             "expected": dict(spec.expected), "deadlock": spec.deadlock}
+
+
+def model_doc(name: str) -> str:
+    """Where a model's modelling decisions are written (relative to the repository): its own file under
+    docs/models/, or the architecture document for a model that has none (the example)."""
+    own = f"docs/models/{name}.md"
+    return own if (REPOSITORY / own).is_file() else "docs/ARCHITECTURE.md"
 
 
 def describe_lines(d: dict) -> list[Text]:
@@ -446,6 +457,7 @@ def describe_lines(d: dict) -> list[Text]:
         return Text(title, "bold")
 
     lines = [Text.assemble((d["spec"], "bold"), ": ", d["doc"]),
+             Text(f"model doc: {d['model_doc']}  (sources, abstractions, variants with verdicts, presets, sizes)"),
              section(f"config {d['config']}") + Text(f"  (presets: {', '.join(d['presets'])})")]
     for p in d["params"]:
         allowed = f"; allowed {p['allowed']}" if p["allowed"] else ""

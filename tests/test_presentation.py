@@ -22,7 +22,7 @@ from harness.engines import graph
 from harness.itf import ById, Enum, Int, ItfType, Record, Seq, Tup
 from harness.model import Config, Spec, config_to_dict
 from harness.present import Selection, fair_rules_enabled, field_matcher, trace_view, view_table, violation_lines
-from harness.registry import load_spec
+from harness.registry import load_spec, spec_names
 from harness.trace import Outcome, read_trace, write_trace
 from tests.conftest import ROOT
 
@@ -400,6 +400,16 @@ def test_describe_mentions_everything_the_spec_declares():
     assert [r["name"] for r in d["rules"] if r["fair"]] == [r.name for r in spec.rules if r.fair]
     assert {v["name"]: tuple(v["choices"]) for v in d["variants"]} == spec.variants
     assert d["z3"] == list(spec.z3_invariants)
+
+
+@pytest.mark.parametrize("name", [n for n in spec_names() if n != "example"])
+def test_describe_names_the_models_own_doc(name):
+    """Each protocol's modelling decisions live in docs/models/<name>.md, and `describe` says so."""
+    p = harness("describe", name)
+    assert p.returncode == 0, p.stderr
+    assert f"model doc: docs/models/{name}.md" in p.stdout.splitlines()[1]
+    assert (ROOT / "docs" / "models" / f"{name}.md").is_file()
+    assert json.loads(harness("describe", name, "--json").stdout)["model_doc"] == f"docs/models/{name}.md"
 
 
 def test_describe_refuses_an_unknown_config_in_one_line():
