@@ -68,8 +68,8 @@ def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True)
     violations: list[Violation] = []
     seen_props: set[str] = set()
     queue: deque[int] = deque()
-    viewed = model.view is not None
-    identify = model.view if viewed else (lambda s: s)  # a node per view
+    viewed = model.liveness_view is not None
+    identify = model.liveness_view if viewed else (lambda s: s)  # a node per view
 
     def add(state: tuple, parent: tuple[int, int] | None, depth: int) -> int:
         ident = identify(state)
