@@ -1054,6 +1054,13 @@ spec.expect_liveness_failure(
     "may lead and the reassignment cannot complete (KIP-966 keeps such a partition offline)")
 spec.expect_liveness_failure("leaderless", "CompletesUnlessTargetGone",
                              "the same lasso: no target broker is gone, but no replica may lead")
+for _prop in ("ReassignmentCompletes", "CompletesUnlessTargetGone"):
+    spec.expect_liveness_failure(
+        "liveness", _prop,
+        "an offline partition, not a bug: the only in-sync replica, the one being moved away, stops for good (or loses "
+        "its log in an unclean shutdown and leaves the ELR) before the new replica caught up; with unclean election off "
+        "no replica may lead and the new one can never catch up (KIP-966, Eligible Leader Replicas: unclean recovery; "
+        "the `leaderless` lasso)")
 
 
 # ---- speed: measured hot paths (docs/PERFORMANCE.md, "BFS throughput (kraft ci)", sessions 13-15) ----
