@@ -2,8 +2,8 @@
 
 For every model: Spark exhaustion of its `nightly` config (resumable: fixed checkpoint directories,
 so a killed run continues where it stopped), the Hypothesis `nightly` profile (at `large` when the
-model has it), liveness with the graph engine at its `liveness` preset (`tiny` if it has none), and for models with a symbolic form a Z3
-proof and BMC to depth 16 at the `nightly` config; then the project's fuzzers (malformed traces,
+model has it), liveness with the graph engine at its `liveness` preset (`tiny` if it has none), and for
+models with a symbolic form a Z3 proof and BMC to depth 16 at the `nightly` config; then the project's fuzzers (malformed traces,
 command lines, damaged checkpoints) at their long profile. Writes reports/<UTC timestamp>/:
 summary.json, report.html (states per depth, per-rule coverage, time per engine, as inline SVG),
 every counterexample as ITF, and a comparison with the previous report. Exit 1 on any violation
