@@ -59,6 +59,10 @@ class ReplicationConfig(Config):
     kip966: bool = variant(False, "KIP-966 Eligible Leader Replicas, as kafka-tlaplus kip-966 specifies it: the "
                                   "ELR and last known ELR, an ISR that may be empty, the HWM held while the ISR is "
                                   "below MinISR, the broker epoch kept across a clean shutdown")
+    write_commit: str = variant("kafka", "a record written by a leader alone in its Maximal ISR: kafka = committed and "
+                                         "acknowledged at once (Kafka's leader advances the HWM on append); tla = as "
+                                         "the TLA+ GetCommitOffset, which reads the LEO before the write, so a first "
+                                         "record is never committed (TLC's state counts)", ("kafka", "tla"))
     broker_count: int = param(3, "BrokerCount: brokers 1..N", lo=1, hi=MAX_BROKERS)
     init_replication_factor: int = param(3, "InitReplicationFactor: replicas {1..RF} at the start; broker 1 leads",
                                          lo=1, hi=MAX_BROKERS)
@@ -444,8 +448,8 @@ def commit_offset(s: State, b: int, maximal_isr: int, leo: int, replica_state: t
     """The TLA+ GetCommitOffset: the highest offset below `leo` that every Maximal ISR member other
     than the leader has fetched past (0: none). Committed offsets are downward closed, so it is the
     least of those followers' LEOs, less one."""
-    if leo == 1:  # an empty log. The TLA+ reads the replica's LEO, which a write has not yet advanced: a record
-        return 0  # written by a leader alone in its Maximal ISR was never committed (docs/ARCHITECTURE.md)
+    if leo == 1:  # an empty log
+        return 0
     highest = leo - 1
     for b1 in members(maximal_isr):
         if b1 != b:
@@ -817,8 +821,8 @@ RESTART_FAULTS = {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1,
                   "clean_shutdown_limit": 1, "unclean_shutdown_limit": 1, "fence_broker_limit": 1}
 PRESETS = {
     # the parity configs: TLC's distinct states and depth (with the VIEW) are in docs/ARCHITECTURE.md
-    "p1": dict(P1),
-    "p3": {"broker_count": 3, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 2,
+    "p1": {**P1, "write_commit": "tla"},
+    "p3": {"write_commit": "tla", "broker_count": 3, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 2,
            "reassignment_limit": 1},
     "fence": {**P1, "fence_broker_limit": 1, "metadata_log_bound": 5},
     "tiny": {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 1},
@@ -1236,13 +1240,15 @@ def WriteRecordToLeader(cfg, s: State, b, v):
     new_leo = data.leo + 1
     new_log = data.log + (LogRecord(md.leader_epoch, data.leo, v),)
     new_hwm = commit_offset(s, b, md.maximal_isr, new_leo, s.partition_replica_state[b - 1]) + 1
-    if not may_advance_hwm(cfg, md.isr):
+    tla = cfg.write_commit == "tla"
+    if not may_advance_hwm(cfg, md.isr) or tla and data.leo == 1:  # TLA+: `LeoOf(b) = 1`, the LEO before the write
         new_hwm = data.hwm
     changes = {"inv_sent": s.inv_sent | bit(v)}
     if s.aux_flo[b - 1] == INT_MAX:
         changes["aux_flo"] = put(s.aux_flo, b, data.leo)
-    if new_hwm > data.hwm:  # committed at once (a leader alone in its Maximal ISR): acknowledged at once
-        changes.update(hwm_history(s._replace(**changes), b, new_log, data.hwm, new_hwm, True))
+    if new_hwm > data.hwm:
+        # kafka: committed at once, so acknowledged at once (the value is sent); TLA+ acknowledges on a later step
+        changes.update(hwm_history(s if tla else s._replace(**changes), b, new_log, data.hwm, new_hwm, True))
     changes["partition_data"] = put(s.partition_data, b, PartitionData(new_log, max(new_hwm, data.hwm), new_leo))
     return s._replace(**changes)
 
