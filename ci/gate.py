@@ -29,7 +29,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.corpus import REGRESSIONS, all_cases, liveness_verdicts, run_case  # noqa: E402
+from harness.corpus import REGRESSIONS, all_cases, liveness_preset, liveness_verdicts, run_case  # noqa: E402
 from harness.engines import bfs  # noqa: E402
 from harness.engines import hypothesis as hyp  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
@@ -81,22 +81,24 @@ def mutation_adequacy(names: list[str], failures: list[str]) -> None:
             failures.append(f"{case.label}: {what}")
 
 
-def liveness_at_tiny(names: list[str], failures: list[str]) -> None:
-    """Every liveness property at `tiny` with the graph engine, against the spec's declared expected
-    failures: a new failure, or an expected one that no longer reproduces, fails the gate."""
+def liveness_step(names: list[str], failures: list[str]) -> None:
+    """Every liveness property at the spec's liveness preset (`harness.corpus.liveness_preset`) with the graph
+    engine, against the spec's declared expected failures: a new failure, or an expected one that no longer
+    reproduces, fails the gate."""
     from harness.engines import graph
 
     for name in names:
         spec = load_spec(name)
-        if not spec.liveness or "tiny" not in spec.presets:
+        preset = liveness_preset(spec)
+        if not spec.liveness or preset not in spec.presets:
             continue
-        model = spec.bind(spec.config("tiny", mutation=CHANGES.get(name)))
+        model = spec.bind(spec.config(preset, mutation=CHANGES.get(name)))
         t = time.monotonic()
         r, _ = graph.explore(model, check_safety=False)
-        verdicts = liveness_verdicts(spec, "tiny", r.stats["liveness"])
-        console.print(f"  {name}/tiny: " + ", ".join(f"{p} {v}" for p, v in verdicts.items()) +
+        verdicts = liveness_verdicts(spec, preset, r.stats["liveness"])
+        console.print(f"  {name}/{preset}: " + ", ".join(f"{p} {v}" for p, v in verdicts.items()) +
                       f" ({r.stats['states']:,} states, {time.monotonic() - t:.1f} s)")
-        failures += [f"{name}/tiny liveness {p}: {v}" for p, v in verdicts.items() if v in REGRESSIONS]
+        failures += [f"{name}/{preset} liveness {p}: {v}" for p, v in verdicts.items() if v in REGRESSIONS]
 
 
 def replay_corpus(failures: list[str]) -> None:
@@ -197,14 +199,15 @@ def compare_baseline(measured: dict, failures: list[str]) -> None:
 
 STEPS = ["pytest", "BFS exhaustion of the ci configs", "mutation adequacy", "replay of counterexamples/",
          "Hypothesis ci profile", "comparison with ci/baseline.json", "Z3: inductive proof and bounded model checking",
-         "liveness at tiny (graph engine)"]
+         "liveness at the liveness preset (graph engine)"]
 # After pytest (both cores), the gate runs its steps as jobs of one step for one model, two processes at a
 # time, longest first (2 cores). These are rough seconds on this 2-core machine, used only for that order;
 # a job not listed comes after the listed ones. The baseline comparison runs in the same job as the
 # exhaustion it compares.
 EXPECTED_SECONDS = {("2,6", "zk"): 75, ("5", "replication"): 50, ("2,6", "kip642"): 47, ("5", "kraft"): 40,
                     ("5", "zk"): 35, ("7", "zk"): 45, ("5", "kip642"): 30, ("7", "kraft"): 30, ("5", "kip435"): 25,
-                    ("2,6", "kraft"): 20, ("7", "kip435"): 15, ("7", "kip642"): 3, ("5", "example"): 10}
+                    ("2,6", "kraft"): 20, ("7", "kip435"): 15, ("7", "kip642"): 3, ("5", "example"): 10,
+                    ("8", "kraft"): 10, ("8", "zk"): 12, ("8", "replication"): 4, ("8", "kip642"): 3}
 
 
 def jobs(names: list[str]) -> list[tuple[str, str | None]]:
@@ -300,7 +303,7 @@ def main() -> int:
                  lambda: hypothesis_ci(names, failures, out),
                  lambda: compare_baseline(measured, failures),
                  lambda: z3_checks(names, failures, out),
-                 lambda: liveness_at_tiny(names, failures)]
+                 lambda: liveness_step(names, failures)]
     only = {int(x) for x in args.only.split(",")} if args.only else None
     timings: dict[str, float] = {}
     for number, (title, fn) in enumerate(zip(STEPS, functions), 1):

@@ -2,9 +2,9 @@
 
 For every model: Spark exhaustion of its `nightly` config (resumable: fixed checkpoint directories,
 so a killed run continues where it stopped), the Hypothesis `nightly` profile (at `large` when the
-model has it), liveness with the graph engine at `tiny`, and for models with a symbolic form a Z3
-proof and BMC to depth 16 at the `nightly` config; then the project's fuzzers (malformed traces,
-command lines, damaged checkpoints, edited checkpoint manifests) at their long profile. Writes
+model has it), liveness with the graph engine at its `liveness` preset (`tiny` if it has none), and for
+models with a symbolic form a Z3 proof and BMC to depth 16 at the `nightly` config; then the project's fuzzers
+(malformed traces, command lines, damaged checkpoints, edited checkpoint manifests) at their long profile. Writes
 reports/<UTC timestamp>/: summary.json, report.html (states per depth, per-rule coverage, time per engine, as inline SVG),
 every counterexample as ITF, and a comparison with the previous report. Exit 1 on any violation
 of a default (unmutated) configuration, on a liveness failure the spec does not declare and on a declared
@@ -38,7 +38,7 @@ from harness.errors import BadInput  # noqa: E402
 from harness.files import check_writable_dir, write_atomic  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
 from harness.check import write_counterexamples  # noqa: E402
-from harness.corpus import REGRESSIONS, liveness_verdicts  # noqa: E402
+from harness.corpus import REGRESSIONS, liveness_preset, liveness_verdicts  # noqa: E402
 from harness.model import config_to_dict  # noqa: E402
 
 import report  # noqa: E402  (ci/report.py)
@@ -95,14 +95,18 @@ def run_model(name: str, folder: Path, seed: int) -> dict:
     out["hypothesis"] = {"preset": hp, "outcome": r.outcome, "runs": r.stats["max_examples"], "seed": r.stats["seed"],
                          "seconds": round(time.monotonic() - t, 1), "violations": save_violations(model, r, folder, seed)}
     log(f"  {name}/{hp} hypothesis: {r.outcome}, {out['hypothesis']['seconds']} s")
-    model = spec.bind(spec.config("tiny", mutation=CHANGES.get(name)))
+    lp = liveness_preset(spec)
+    model = spec.bind(spec.config(lp, mutation=CHANGES.get(name)))
+    out["configs"][lp] = config_to_dict(model.config)
     t = time.monotonic()
     r, _ = graph.explore(model, check_safety=False)
-    verdicts = liveness_verdicts(spec, "tiny", r.stats["liveness"])
-    out["liveness"] = {"preset": "tiny", "properties": r.stats["liveness"], "verdicts": verdicts,
-                       "states": r.stats["states"], "seconds": round(time.monotonic() - t, 1),
-                       "violations": save_violations(model, r, folder)}
-    log(f"  {name}/tiny liveness: " + ", ".join(f"{p} {v}" for p, v in verdicts.items()))
+    verdicts = liveness_verdicts(spec, lp, r.stats["liveness"])
+    # each declared failure with the reason the spec gives, which cites its source (a Kafka JIRA issue or KIP)
+    declared = {p: why for (preset, p), why in spec.expected_liveness.items() if preset == lp}
+    out["liveness"] = {"preset": lp, "properties": r.stats["liveness"], "verdicts": verdicts, "declared": declared,
+                       "states": r.stats["states"], "transitions": r.stats["transitions"],
+                       "seconds": round(time.monotonic() - t, 1), "violations": save_violations(model, r, folder)}
+    log(f"  {name}/{lp} liveness: " + ", ".join(f"{p} {v}" for p, v in verdicts.items()))
     if spec.symbolic is not None:
         from harness.engines import z3bmc, z3prove
 
@@ -209,7 +213,7 @@ def failures_of(summary: dict) -> list[str]:
            for eng in ("spark", "hypothesis", "z3") for t in m.get(eng, {}).get("violations", [])]
     out += [f"{n}: Z3 properties not inductive" for n, m in summary["models"].items()
             if not m.get("z3", {}).get("proved", True)]
-    out += [f"{n}/tiny liveness {p}: {v}" for n, m in summary["models"].items()
+    out += [f"{n}/{m['liveness']['preset']} liveness {p}: {v}" for n, m in summary["models"].items()
             for p, v in m["liveness"]["verdicts"].items() if v in REGRESSIONS]
     out += [f"fuzzer {n} failed" for n, f in summary["fuzz"].items() if not f["passed"]]
     if summary.get("cluster") and not summary["cluster"]["passed"]:

@@ -99,6 +99,13 @@ def markdown(summary: dict, rows: list[dict]) -> str:
     for r in rows:
         lines.append(f"| {r['model']} | {r['property']} | " + " | ".join(r["cells"][e]["status"] for e in
                                                                        ("spark", "hypothesis", "graph", "z3")) + " |")
+    lines += ["", "Liveness (graph engine):", ""]
+    for name, m in summary["models"].items():
+        live = m.get("liveness")
+        if live:
+            declared = live.get("declared") or {}
+            lines += [f"- {name} at `{live['preset']}`: " + "; ".join(
+                f"{p} {v}" + (f" ({declared[p]})" if p in declared else "") for p, v in live["verdicts"].items())]
     return "\n".join(lines) + "\n"
 
 

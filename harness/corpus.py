@@ -57,6 +57,12 @@ def liveness_verdicts(spec: Spec, preset: str, liveness: dict) -> dict[str, str]
 REGRESSIONS = ("NEW failure", "expected failure NO LONGER reproduces")
 
 
+def liveness_preset(spec: Spec) -> str:
+    """Where the gate and the nightly job check liveness: the spec's `liveness` preset (every rule fires, small
+    enough for the graph engine), else `tiny`."""
+    return "liveness" if "liveness" in spec.presets else "tiny"
+
+
 def all_cases(names: list[str] | None = None) -> list[Case]:
     return [c for n in names or spec_names() for c in cases(load_spec(n))]
 

@@ -413,6 +413,9 @@ class Spec:
     # Optional with a view: the fields it leaves out. Of the states with one view, engines keep the one with
     # the smallest `Model.tie`: the hash of these fields if given (cheaper), else of the whole state.
     hidden: Callable | None = None
+    # Optional with a view: the projection the graph engine tells states apart by (default: `view`). A view that
+    # drops budget counters (as TLA+ VIEWs do) makes a budgeted fault look repeatable on a cycle: a lasso no run has.
+    liveness_view: Callable | None = None
     # How the explorer draws a state as the protocol reads (`@spec.protocol_view`): `fn(cfg, state) -> dict`
     # of plain data whose "kind" names a template of harness/explore. Engines never call it. None: a tree.
     protocol_view_fn: Callable | None = None
@@ -731,6 +734,7 @@ class Model:
         self.check_deadlock = spec.deadlock
         self._fast_decode = None
         self.view = spec.view
+        self.liveness_view = spec.liveness_view or spec.view
         if self.view is not None:
             view = self.view
             self.fingerprint = lambda s: hash(view(s))  # shadows the class's builtin `hash`

@@ -90,3 +90,24 @@ def test_the_correct_protocol_survives_a_lost_disk_and_the_mutation_is_caught():
     assert r.complete and not r.violations and r.stats["distinct"] > 50_000
     r = bfs.explore(SPEC.bind(SPEC.config("disk-loss", mutation="votes_without_log")))
     assert r.violations[0].outcome.property == "LeaderCompleteness" and r.violations[0].depth == 6
+
+
+def test_a_leader_that_resigns_ahead_of_its_successor_stands_again():
+    """Voter 1 hands over to 2 (`liveness` without the lost disk). Before, 1 could resign holding an
+    uncommitted write 2 lacked; 2 could not win (1 refuses a less up-to-date log) and a resigned leader
+    never stood again: an 8-step lasso. Now 1 resigns only with an entry of its epoch committed, and
+    stands again (Kafka's Resigned -> Candidate) only when no other voter can win."""
+    m = SPEC.bind(SPEC.config("liveness", ["max_disk_losses=0"]))
+    r, _ = graph.explore(m, check_safety=True)
+    assert not r.violations and r.stats["liveness"]["ReassignmentCompletes"]["holds"]
+    s = run(m, m.init_states()[0], ("alter_partition_reassignments", {"leader": 1, "target": 0}),
+            ("advance_hwm", {"leader": 1}), ("leader_step", {"leader": 1, "member": 2}),
+            ("fetch", {"follower": 2, "leader": 1}), ("fetch", {"follower": 2, "leader": 1}),
+            ("client_write", {"leader": 1}), ("advance_hwm", {"leader": 1}), ("resign", {"leader": 1}))
+    assert m.apply(s, Action("win_election", (("candidate", 2),))) is None  # 2 lacks 1's write
+    s = run(m, s, ("win_election", {"candidate": 1}))
+    assert m.apply(s, Action("resign", (("leader", 1),))) is None  # not before its LeaderChange commits
+    s = run(m, s, ("fetch", {"follower": 2, "leader": 1}), ("fetch", {"follower": 2, "leader": 1}),
+            ("advance_hwm", {"leader": 1}), ("resign", {"leader": 1}))
+    assert m.apply(s, Action("win_election", (("candidate", 1),))) is None  # 2 can win now: it goes first
+    assert run(m, s, ("win_election", {"candidate": 2})).servers[1].role == LEADER

@@ -6,7 +6,7 @@ the corpus."""
 
 import pytest
 
-from harness.engines import bfs
+from harness.engines import bfs, graph
 from harness.model import Action
 from harness.registry import load_spec
 from harness.trace import read_trace
@@ -283,3 +283,24 @@ def test_a_reassignment_never_elects_an_unclean_leader(unclean):
     assert q.replicas == (2, 3, 1) and q.adding == mask((3,)) and q.removing == mask((1,))
     elected = ctl.kafka_build(q, rules, mask((1, 2, 3)), target_isr=q.isr)  # what the unclean rule builds
     assert (elected is not None and elected.leader == 2 and elected.recovering) == unclean
+
+
+def test_a_leader_proposes_an_isr_expansion_only_on_a_fetch_from_that_follower():
+    """Kafka's leader considers an ISR expansion only when the follower fetches (`maybeExpandIsr`). Broker 3
+    fetches, then fails for good; the controller refuses the leader's proposal (INELIGIBLE_REPLICA) and
+    the leader rolls back. Before the fix it proposed again at once, for ever: a cycle of proposal,
+    refusal and rollback (270 of them at `gone-target`) that no real leader produces."""
+    m = model("gone-target")
+    s = next(iter(m.init_states()))
+    s = step(m, s, "alter_partition_reassignments", target=0, new_leader=0)
+    s = step(m, s, "learn_metadata", broker=1)
+    s = step(m, s, "learn_metadata", broker=3)
+    s = step(m, s, "fetch", follower=3)
+    s = step(m, s, "fail_permanently", broker=3, new_leader=0)
+    s = step(m, s, "propose_isr_expansion", leader=1, follower=3)
+    s = step(m, s, "handle_alter_partition", leader=1, new_leader=0)
+    s = step(m, s, "handle_alter_partition_response", leader=1)
+    assert s.brokers[0].maximal_isr == s.partition.isr  # rolled back
+    assert m.apply(s, Action("propose_isr_expansion", (("leader", 1), ("follower", 3)))) is None
+    g, _ = graph.build(m, check_safety=False)
+    assert graph.summary(g)["nontrivial_sccs"] == 0

@@ -122,3 +122,26 @@ def test_the_report_in_chromium_shows_matrix_links_plots_and_the_trend(reports, 
         assert page.locator("#model-example table.trend-table tr").count() == 3  # header + two nights
         assert page.locator("#model-example figure.trend svg polyline").count() == 1
         chromium.close()
+
+
+def test_the_report_lists_each_models_liveness_preset_verdicts_and_the_source_of_a_declared_failure(tmp_path):
+    """The liveness section of report.html and summary.md, rendered from a night's summary (no search needed)."""
+    sys.path.insert(0, str(ROOT / "ci"))
+    import report
+
+    why = "an offline partition (KIP-966, Eligible Leader Replicas: unclean recovery)"
+    live = {"preset": "liveness", "states": 61036, "transitions": 222055, "seconds": 8.6, "violations": [],
+            "verdicts": {"ReassignmentCompletes": "expected failure", "StrayReplicasDeleted": "holds"},
+            "declared": {"ReassignmentCompletes": why}}
+    model = {"invariants": [], "liveness": live, "spark": {"preset": "ci", "outcome": "ok", "distinct": 1, "depth": 0,
+             "seconds": 1, "states_per_depth": [1], "coverage": {}, "violations": []},
+             "hypothesis": {"preset": "ci", "outcome": "ok", "runs": 1, "seed": 1, "seconds": 1, "violations": []}}
+    summary = {"date": "2026-11-27", "outcome": "ok", "seed": 1, "folder": str(tmp_path), "failures": [],
+               "provenance": {"commit": "x"}, "models": {"kraft": model}, "configs": {}}
+    report.render(tmp_path, summary, [])
+    html = (tmp_path / "report.html").read_text()
+    assert 'class="liveness" data-preset="liveness"' in html and "61,036 states, 222,055 transitions" in html
+    assert f'<tr data-property="ReassignmentCompletes"><td>ReassignmentCompletes</td><td>expected failure</td><td>{why}' in html
+    assert '<tr data-property="StrayReplicasDeleted"><td>StrayReplicasDeleted</td><td>holds</td><td></td>' in html
+    md = (tmp_path / "summary.md").read_text()
+    assert f"- kraft at `liveness`: ReassignmentCompletes expected failure ({why}); StrayReplicasDeleted holds" in md

@@ -353,3 +353,45 @@ def test_candidate_hints_lose_no_action(preset, mutation):
     assert any(h is not None for *_, h in hinted._groups) and all(h is None for *_, h in full._groups)
     for s in _states(full, 3000 if mutation is None else 600):
         assert hinted.successors(s) == full.successors(s)
+
+
+def test_a_reassignment_never_elects_a_fenced_broker_nor_in_the_old_leader_epoch():
+    """`liveness`: broker 1, the only ISR member, is fenced and the partition has no leader. Before, the
+    reassignment adding 2 could elect 1 in leader epoch 2, which no replica acts on: 2 fetched from 1 for ever."""
+    m = model("liveness")
+    s = step(m, m.init_states()[0], "FenceBroker", b=1, leader=0)
+    assert m.apply(s, Action("PerformPartitionReassignment", (("adding", 4), ("removing", 0), ("leader", 1)))) is None
+    s = step(m, s, "PerformPartitionReassignment", adding=4, removing=0, leader=0)
+    assert s.con_partition_metadata.leader == 0 and s.con_partition_metadata.adding == 4
+    s = step(m, s, "UnfenceBroker", b=1, leader=1)  # the controller elects on unfence, in a new leader epoch
+    assert (s.con_partition_metadata.leader, s.con_partition_metadata.leader_epoch) == (1, 3)
+
+
+@pytest.mark.parametrize("write_commit, committed", [("kafka", True), ("tla", False)])
+def test_a_leader_alone_in_its_maximal_isr_commits_its_first_record_at_once(write_commit, committed):
+    m = model("liveness", write_commit=write_commit)
+    s = step(m, m.init_states()[0], "WriteRecordToLeader", b=1, v=1)
+    assert (s.partition_data[0].hwm == 2) == committed and bool(s.inv_pos_acked) == committed
+
+
+def test_the_graph_engine_keeps_the_budget_counters_the_view_drops():
+    """On the TLA+ VIEW alone (no counters) a fencing, which the budget allows once, closed a cycle at `liveness`:
+    a lasso no run has. With `liveness_view` no budgeted rule is on a cycle."""
+    import networkx as nx
+
+    budgeted = {"FenceBroker", "CleanShutdown", "UncleanShutdown", "PerformPartitionReassignment"}
+
+    def on_cycles(m):
+        g, _ = graph.build(m, check_safety=False)
+        rules = set()
+        for c in nx.strongly_connected_components(g.graph):
+            for u in c:
+                for v in g.graph.successors(u):
+                    if v in c:
+                        rules.update(m.actions[a].rule for a in g.graph[u][v]["actions"])
+        return rules
+
+    m = model("liveness")
+    assert not on_cycles(m) & budgeted
+    m.liveness_view = m.view
+    assert on_cycles(m) & budgeted == {"FenceBroker"}

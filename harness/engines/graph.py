@@ -46,6 +46,9 @@ class StateGraph:
         self.parent: dict[int, tuple[int, int] | None] = {}
         self.depth: dict[int, int] = {}
         self.enabled_rules: list[frozenset[int]] = []  # rule indices enabled in each state
+        # per action: successors generated, and states first found through it (per-rule coverage, as BFS reports)
+        self.generated = [0] * len(model.actions)
+        self.discovered = [0] * len(model.actions)
 
     def path_to(self, node: int) -> tuple[list[tuple], list]:
         nodes, actions = [], []
@@ -65,8 +68,8 @@ def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True)
     violations: list[Violation] = []
     seen_props: set[str] = set()
     queue: deque[int] = deque()
-    viewed = model.view is not None
-    identify = model.view if viewed else (lambda s: s)  # a node per view
+    viewed = model.liveness_view is not None
+    identify = model.liveness_view if viewed else (lambda s: s)  # a node per view
 
     def add(state: tuple, parent: tuple[int, int] | None, depth: int) -> int:
         ident = identify(state)
@@ -106,7 +109,10 @@ def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True)
         rules = set()
         for action, nxt in model.successors(g.states[u]):
             rules.add(model.action_rule[action])
+            known = len(g.states)
             v = add(nxt, (u, action), g.depth[u] + 1)
+            g.generated[action] += 1
+            g.discovered[action] += v == known
             if g.graph.has_edge(u, v):
                 g.graph[u][v]["actions"].append(action)
             else:
@@ -280,6 +286,7 @@ def explore(model: Model, *, max_states: int = MAX_STATES, properties: list[str]
     stats.update({"seconds": round(time.monotonic() - started, 3), "build_seconds": round(built, 3),
                   "distinct": stats["states"], "liveness": liveness})
     result = CheckResult("graph", complete=True, violations=violations, stats=stats)
+    result.record_coverage(model.rule_names, model.action_rule, g.generated, g.discovered)
     if violations:
         result.stopped_by = "violation"
     return result, g

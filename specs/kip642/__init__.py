@@ -68,6 +68,8 @@ class Kip642Config(Config):
     max_writes: int = budget(1, "data records clients may write")
     max_crashes: int = budget(0, "crash-restarts")
     max_disk_losses: int = budget(0, "restarts without the log (a lost disk)")
+    max_disruptions: int = budget(-1, "adversarial election timeouts, crash-restarts and restarts without the log "
+                                      "together, in one run (-1: only the limits above)", least=-1)
     votes: str = variant("kip853", "who grants votes: kip642 = only a voter, and only to a voter, of the voter set "
                          "in its own log (KIP-642, Reassignment Algorithm, the note after step 6); kip853 = any server "
                          "that holds a log, to any candidate (KIP-853, Vote handling; Ongaro's dissertation, §4.1)",
@@ -136,6 +138,11 @@ PRESETS = {
                    "max_writes": 0, "votes": "kip642"},
     # A voter that restarts without its log (a lost disk): three voters, one reassignment to commit.
     "disk-loss": {"servers": 3, "voters": [1, 2, 3], "targets": [[1, 2]], "max_writes": 0, "max_disk_losses": 1},
+    # Liveness with the graph engine (every rule fires, 24,311 states; docs/ARCHITECTURE.md, "Liveness triage"):
+    # voter 1 replaced by 2 (add 2, 1 resigns, the next leader removes 1), a write, a cancellation, and one
+    # disruption of any kind: an adversarial timeout, a crash or a lost disk.
+    "liveness": {"servers": 2, "voters": [1], "targets": [[2]], "max_writes": 1, "max_cancels": 1, "max_crashes": 1,
+                 "max_disk_losses": 1, "max_disruptions": 1},
     # Beyond BFS reach, for the Hypothesis engine: 5 servers, two reassignments, crashes, writes.
     "large": {"servers": 5, "voters": [1, 2, 3], "targets": [[3, 4, 5], [1, 4]], "max_reassignments": 2,
               "max_cancels": 1, "max_elections": 3, "max_writes": 2, "max_crashes": 1},
@@ -414,9 +421,11 @@ def resign(cfg, s, leader):
     """Leader: it is the last of RemovingVoters, with no NewVoters left and the last change committed
     (KIP-642, Reassignment Algorithm, step 6b): it sends EndQuorumEpoch and resigns; it stays a voter
     until the next leader removes it (in Ongaro's dissertation, §4.2.2, a leader instead removes itself
-    and steps down once that change commits, or transfers its leadership)."""
+    and steps down once that change commits, or transfers its leadership). As for `leader_step`, only
+    once it has committed an entry of its own epoch: a leader re-elected after resigning (see
+    `win_election`) first brings a majority up to its log, so that a successor can win."""
     b = leading(s, leader)
-    if b is None or uncommitted_change(b):
+    if b is None or uncommitted_change(b) or not committed_in_epoch(b):
         return None
     target, current = target_of(b.log), voters_of(b.log)
     if not target or target & ~current or current & ~target != 1 << leader:
@@ -497,7 +506,7 @@ def fetch(cfg, s, follower, leader):
     return s._replace(servers=tuple(srv))
 
 
-@spec.rule(server=servers, precondition=lambda cfg, s: s.budget.elections > 0)
+@spec.rule(server=servers, precondition=lambda cfg, s: s.budget.elections > 0 and may_disrupt(cfg, s))
 def become_candidate(cfg, s, server):
     """A server that is not a leader and is a voter in its own log's voter set times out (Ongaro's
     dissertation, §3.4; KIP-642, Reassignment Algorithm, the note after step 6): it starts a new epoch
@@ -536,7 +545,7 @@ def handle_vote_request(cfg, s, voter, candidate):
     return s._replace(servers=tuple(srv))
 
 
-@spec.rule(voter=servers, candidate=servers, precondition=lambda cfg, s: s.budget.elections > 0,
+@spec.rule(voter=servers, candidate=servers, precondition=lambda cfg, s: s.budget.elections > 0 and may_disrupt(cfg, s),
            applies=lambda cfg: cfg.votes == "kip642")
 def stand_against_nonvoter(cfg, s, voter, candidate):
     """Voter, on a VoteRequest from a server that is not a voter in its own log's voter set: it rejects
@@ -599,18 +608,24 @@ def win_election(cfg, s, candidate):
     """Candidate: once no server leads the highest epoch and the elections under way are over (election
     timeouts are much longer than a round of messages: Ongaro's dissertation, §3.10), randomized election
     timeouts (§3.4; KIP-595) eventually let a voter time out alone and win: the assumption Raft's
-    liveness rests on. A voter in its own log's voter set that has not resigned (a leader of an older
-    epoch may: KIP-595's leader resigns when a majority stops fetching from it) starts epoch
+    liveness rests on. A voter in its own log's voter set starts epoch
     E = (highest epoch any server holds) + 1, votes for itself and sends VoteRequest to the voters of
     its log's voter set; each adopts E and grants as `handle_vote_request` decides. With the votes of a
     majority it leads E, as `become_leader`; without, the rule is disabled. One step stands for
     `become_candidate` (repeated until its epoch passes every other), `handle_vote_request` for each
     voter and `become_leader`, with no split vote, so it adds no behaviour those rules lack; it spends
-    no budget (a split vote is `become_candidate`, budgeted)."""
+    no budget (a split vote is `become_candidate`, budgeted). A resigned leader stands too (Kafka's
+    `QuorumState`: Resigned becomes Candidate when its election timeout expires), but only when no
+    other voter can win: its EndQuorumEpoch names the others as preferred successors, who time out
+    first. Before, it never stood, and a leader that resigned ahead of its successor's log left the
+    quorum leaderless for good (docs/ARCHITECTURE.md, "Liveness triage")."""
     c = s.servers[candidate - 1]
     config = voters_of(c.log)
-    if c.role == RESIGNED or not config >> candidate & 1 or s.disk_lost >> candidate & 1:
+    if not config >> candidate & 1 or s.disk_lost >> candidate & 1:
         return None
+    if c.role == RESIGNED and any(win_election(cfg, s, other) is not None for other in servers(cfg)
+                                  if s.servers[other - 1].role != RESIGNED):
+        return None  # EndQuorumEpoch's preferred successors time out first; the resigned one, only if none can win
     epoch = max(b.epoch for b in s.servers) + 1
     srv = list(s.servers)
     votes = 1 << candidate
@@ -627,7 +642,16 @@ def win_election(cfg, s, candidate):
     return lead(cfg, s._replace(servers=tuple(srv)), candidate, c)
 
 
-@spec.rule(server=servers, precondition=lambda cfg, s: s.budget.crashes > 0, applies=lambda cfg: cfg.max_crashes > 0)
+def may_disrupt(cfg, s: State) -> bool:
+    """The joint limit on adversarial timeouts, crashes and disk losses (if the config sets one) leaves room for
+    another."""
+    b = s.budget
+    spent = cfg.max_elections - b.elections + cfg.max_crashes - b.crashes + cfg.max_disk_losses - b.disk_losses
+    return cfg.max_disruptions < 0 or spent < cfg.max_disruptions
+
+
+@spec.rule(server=servers, precondition=lambda cfg, s: s.budget.crashes > 0 and may_disrupt(cfg, s),
+           applies=lambda cfg: cfg.max_crashes > 0)
 def crash_restart(cfg, s, server):
     """A server crashes and restarts (Ongaro's dissertation, §3.8; KIP-642, Bootstrapping Procedure,
     step 1: its voter set is read back from its log): it loses its role, votes and fetch offsets; its
@@ -639,7 +663,7 @@ def crash_restart(cfg, s, server):
     return s._replace(servers=set_server(s, server, new), budget=s.budget._replace(crashes=s.budget.crashes - 1))
 
 
-@spec.rule(server=servers, precondition=lambda cfg, s: s.budget.disk_losses > 0,
+@spec.rule(server=servers, precondition=lambda cfg, s: s.budget.disk_losses > 0 and may_disrupt(cfg, s),
            applies=lambda cfg: cfg.max_disk_losses > 0)
 def restart_without_log(cfg, s, server):
     """A server restarts with an empty disk: it has lost its log, its HWM and the quorum-state file with
@@ -682,6 +706,11 @@ spec.expect_liveness_failure(
     "log has removed 2 from {1,2,3}, 2's log holds {1,2,3}, 3's log still holds {1,2} (KIP-853 relaxes Vote handling "
     "for this)")
 
+spec.expect_liveness_failure(
+    "liveness", "ReassignmentCompletes",
+    "a quorum that loses a majority of its voters' logs cannot elect a leader: the only voter restarts without its "
+    "log and, with a new directory id, no longer counts as the voter it was (KIP-853, KRaft Controller Membership "
+    "Changes: the directory id; Raft assumes stable storage, Ongaro's dissertation, §3.8)")
 
 # ================================================================================ speed helpers
 # Every rule `_replace`s a Server and the State. Measured: BFS of `ci` took 13.5 s and 15.4 s of CPU

@@ -150,7 +150,10 @@ class Broker(NamedTuple):
     leso: int  # Leader Epoch Start Offset
     follower_leo: Annotated[tuple, ById(Int())]  # last fetch offset of each follower
     follower_epoch: Annotated[tuple, ById(Int())]  # broker epoch of each follower's last fetch
-    fetched: Annotated[int, IdSet()]  # followers that fetched in the current leader epoch
+    # followers outside the Maximal ISR that fetched in the current leader epoch since the leader last proposed
+    # adding them: Kafka's leader considers an ISR expansion only on a fetch (`Partition.updateFollowerFetchState`
+    # -> `maybeExpandIsr`); a member of the Maximal ISR needs no expansion, so its fetches leave no mark
+    fetched: Annotated[int, IdSet()]
     pending: AlterPartition
     response: Response
 
@@ -189,8 +192,10 @@ PRESETS = {
     "leaderless": {"isr": [1], "max_records": 0, "max_cancels": 0, "max_faults": 0, "max_unclean_shutdowns": 1},
     # Remove replica 3, then add it back: a replica removed in the same leader epoch may have kept fetching,
     # so only the completion's leader-epoch bump stops the leader from trusting its stale fetch state when
-    # the replica returns with an empty log (10,289 states).
-    "remove-readd": {"replicas": [1, 2, 3], "isr": [1, 2, 3], "targets": [[1, 2], [1, 2, 3]], "max_reassignments": 2,
+    # the replica returns with an empty log. 3 starts outside the ISR: the leader proposes adding a follower
+    # only on its fetch, and an ISR member's fetch leaves no mark (47,141 states; with 3 in the ISR, 10,289
+    # states, the mutation survived once expansion followed fetches).
+    "remove-readd": {"replicas": [1, 2, 3], "isr": [1, 2], "targets": [[1, 2], [1, 2, 3]], "max_reassignments": 2,
                      "max_records": 2, "max_cancels": 0, "max_faults": 0},
     # The move with one fencing or clean shutdown and nothing else: the smallest config where ELR matters.
     "tiny-fence": {"max_faults": 1, "max_records": 0, "max_cancels": 0},
@@ -201,6 +206,11 @@ PRESETS = {
     # (follower 2 not yet in the ISR), a record, a cancellation, and one disruption of any kind.
     "ci": {"isr": [1], "max_records": 1, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_permanent_failures": 1,
            "max_disruptions": 1},
+    # Liveness with the graph engine (every rule fires, 61,036 states; docs/ARCHITECTURE.md, "Liveness triage"):
+    # the move [1,2] -> [2] of an under-replicated partition (follower 2 not yet in the ISR, MinISR 1), a record,
+    # a cancellation, and one disruption of any kind, a permanent failure included.
+    "liveness": {"brokers": 2, "replicas": [1, 2], "isr": [1], "targets": [[2]], "min_isr": 1, "max_records": 1,
+                 "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_permanent_failures": 1, "max_disruptions": 1},
     # The mutations' config: the move, two records, a cancellation, one unclean shutdown.
     "small": {"max_faults": 0, "max_unclean_shutdowns": 1, "max_records": 2},
     # Two brokers, the follower outside the ISR, Kafka's default MinISR 1, no reassignment: the smallest
@@ -420,7 +430,7 @@ def init(cfg):
         if b in cfg.replicas:
             br = learned(br, p)
         if b == cfg.leader:
-            br = br._replace(maximal_isr=p.isr, fetched=p.isr & ~bit(b),
+            br = br._replace(maximal_isr=p.isr,
                              follower_epoch=tuple(1 if p.isr >> f & 1 else 0 for f in brokers(cfg)))
         bs.append(br)
     budget = Budget(cfg.max_reassignments, cfg.max_cancels, cfg.max_faults, cfg.max_unclean_shutdowns, cfg.max_shrinks,
@@ -763,7 +773,7 @@ def broker_after_learning(n: int, broker: int, b: Broker, p: Partition, truncate
     """What `broker` (state `b`) becomes when it learns partition state `p` [kafka-tlaplus v3.5 §2.10]: it
     takes the metadata; a leader waiting for metadata drops its request; a removed replica deletes
     its log; a new leader starts with fresh follower state and its LESO; a leader re-elected in a
-    new epoch keeps what it knows of the ISR's fetches; a demoted leader drops its leader state."""
+    new epoch forgets the fetches of the old one; a demoted leader drops its leader state."""
     was_leader = b.known_leader == broker
     new = learned(b, p)
     if b.response.status == AWAITING_METADATA:
@@ -775,8 +785,9 @@ def broker_after_learning(n: int, broker: int, b: Broker, p: Partition, truncate
         if not was_leader:  # follower -> leader (§2.10.1): fresh follower state, new LESO
             return new._replace(maximal_isr=p.isr, leso=len(b.log), follower_leo=zeros, follower_epoch=zeros, fetched=0)
         if p.leader_epoch != b.known_leader_epoch:  # leader -> leader, new epoch (§2.10.3)
-            return new._replace(maximal_isr=p.isr, leso=len(b.log), fetched=b.fetched & p.isr)
-        return new._replace(maximal_isr=p.isr)  # same epoch (§2.10.2): the committed ISR replaces the maximal one
+            return new._replace(maximal_isr=p.isr, leso=len(b.log), fetched=0)  # fetches of the old epoch lapse
+        # same epoch (§2.10.2): the committed ISR replaces the maximal one
+        return new._replace(maximal_isr=p.isr, fetched=b.fetched & ~p.isr)
     if truncate_to_hwm and p.leader_epoch != b.known_leader_epoch:  # the mutation: pre-KIP-101 truncation
         new = new._replace(log=new.log[:new.hwm])
     if was_leader:  # leader -> follower (§2.10.4)
@@ -807,7 +818,8 @@ def fetch(cfg, s, follower):
 
     Enabled for a running follower whose leader is running, believes it leads in the same epoch
     and knows the follower as a replica; and unless the follower is caught up and the leader
-    already knows it.
+    already knows it (and has the fetch still to act on, or has the follower in its Maximal ISR:
+    a caught-up follower outside it fetches again, which prompts another ISR expansion).
     Next: a diverging follower truncates to the common prefix; otherwise it appends the next record
     and takes min(leader HWM, its LEO) as its HWM, and the leader records the fetch offset, broker
     epoch and "fetched in this leader epoch" (`after_fetch`).
@@ -833,7 +845,7 @@ def fetch(cfg, s, follower):
     hwm = min(ld.hwm, offset + grows)
     i = follower - 1
     if not grows and hwm == f.hwm and ld.follower_leo[i] == offset and ld.follower_epoch[i] == f.epoch \
-            and ld.fetched & bit(follower):
+            and (ld.fetched | ld.maximal_isr) & bit(follower):
         return None  # caught up, and the leader already knows it: nothing changes
     brs = list(s.brokers)
     brs[i], brs[lid - 1] = after_fetch(follower, f, ld, hwm)
@@ -847,7 +859,7 @@ def after_fetch(follower: int, f: Broker, ld: Broker, hwm: int) -> tuple[Broker,
     log = f.log + (ld.log[offset],) if offset < len(ld.log) else f.log
     leader_view = ld._replace(follower_leo=ld.follower_leo[:i] + (offset,) + ld.follower_leo[i + 1:],
                               follower_epoch=ld.follower_epoch[:i] + (f.epoch,) + ld.follower_epoch[i + 1:],
-                              fetched=ld.fetched | bit(follower))
+                              fetched=ld.fetched | bit(follower) & ~ld.maximal_isr)
     return f._replace(log=log, hwm=hwm), leader_view
 
 
@@ -904,9 +916,12 @@ def propose_isr_expansion(cfg, s, leader, follower):
 
     Enabled for a running broker that believes it leads with no AlterPartition pending, and an
     out-of-sync replica that is in sync: its fetch offset reached the HWM and the LESO, and it
-    fetched in the current leader epoch.
+    fetched in the current leader epoch since the leader last proposed adding it (Kafka's leader
+    considers an expansion only on a fetch, `Partition.maybeExpandIsr`; so a refused proposal is
+    retried only after another fetch, and never for a broker that stopped for good).
     Next: the request (ISR + follower, the leader's epochs, the follower's broker epoch) is in
-    flight, and the Maximal ISR becomes the union of the ISR and the proposal.
+    flight, the Maximal ISR becomes the union of the ISR and the proposal, and the fetch that
+    prompted it is used up.
     """
     if leader == follower:
         return None
@@ -926,7 +941,7 @@ def propose_isr_expansion(cfg, s, leader, follower):
     isr = b.known_isr | fb
     epochs = tuple(b.follower_epoch[f - 1] if f == follower else 0 for f in brokers(cfg))
     req = AlterPartition(isr, b.known_leader_epoch, b.known_partition_epoch, epochs)
-    return update_broker(s, leader, b._replace(pending=req, maximal_isr=isr))
+    return update_broker(s, leader, b._replace(pending=req, maximal_isr=isr, fetched=b.fetched & ~fb))
 
 
 @spec.rule(leader=brokers, follower=brokers,
@@ -1041,6 +1056,13 @@ spec.expect_liveness_failure(
     "may lead and the reassignment cannot complete (KIP-966 keeps such a partition offline)")
 spec.expect_liveness_failure("leaderless", "CompletesUnlessTargetGone",
                              "the same lasso: no target broker is gone, but no replica may lead")
+for _prop in ("ReassignmentCompletes", "CompletesUnlessTargetGone"):
+    spec.expect_liveness_failure(
+        "liveness", _prop,
+        "an offline partition, not a bug: the only in-sync replica, the one being moved away, stops for good (or loses "
+        "its log in an unclean shutdown and leaves the ELR) before the new replica caught up; with unclean election off "
+        "no replica may lead and the new one can never catch up (KIP-966, Eligible Leader Replicas: unclean recovery; "
+        "the `leaderless` lasso)")
 
 
 # ---- speed: measured hot paths (docs/PERFORMANCE.md, "BFS throughput (kraft ci)", sessions 13-15) ----
@@ -1131,7 +1153,7 @@ def drawn(cfg: KraftConfig, s: State) -> dict:
                  ("ISR", as_set(b.known_isr)), ("replicas", as_set(b.known_replicas))]
         if leads:
             known += [("follower LEOs", ", ".join(f"{f}:{leo}" for f, leo in enumerate(b.follower_leo, 1))),
-                      ("fetched this epoch", as_set(b.fetched))]
+                      ("fetched, expansion not yet proposed", as_set(b.fetched))]
         brokers.append({"id": i, "status": BROKER_STATUS.show(b.status), "role": role,
                         "log": [{"epoch": e} for e in b.log],
                         "marks": [("HWM", b.hwm, b.hwm), ("LEO", len(b.log), len(b.log)),

@@ -59,6 +59,10 @@ class ReplicationConfig(Config):
     kip966: bool = variant(False, "KIP-966 Eligible Leader Replicas, as kafka-tlaplus kip-966 specifies it: the "
                                   "ELR and last known ELR, an ISR that may be empty, the HWM held while the ISR is "
                                   "below MinISR, the broker epoch kept across a clean shutdown")
+    write_commit: str = variant("kafka", "a record written by a leader alone in its Maximal ISR: kafka = committed and "
+                                         "acknowledged at once (Kafka's leader advances the HWM on append); tla = as "
+                                         "the TLA+ GetCommitOffset, which reads the LEO before the write, so a first "
+                                         "record is never committed (TLC's state counts)", ("kafka", "tla"))
     broker_count: int = param(3, "BrokerCount: brokers 1..N", lo=1, hi=MAX_BROKERS)
     init_replication_factor: int = param(3, "InitReplicationFactor: replicas {1..RF} at the start; broker 1 leads",
                                          lo=1, hi=MAX_BROKERS)
@@ -73,6 +77,9 @@ class ReplicationConfig(Config):
     fence_broker_limit: int = budget(0, "FenceBrokerLimit: times the controller fences a broker at will")
     leader_shrink_isr_limit: int = budget(0, "LeaderShrinkIsrLimit: AlterPartition requests that shrink the ISR")
     reassignment_limit: int = budget(0, "ReassignmentLimit: partition reassignments")
+    max_disruptions: int = budget(-1, "clean and unclean shutdowns, fencings and ISR shrinks together, in one run "
+                                      "(-1: only the limits above; not in the TLA+ specification: it keeps a config "
+                                      "with every kind of fault small enough for the graph engine)", least=-1)
     avoid_last_replica_standing: bool = param(True, "AvoidLastReplicaStanding: no unclean shutdown of the last "
                                                     "ISR member (v3.5 only)")
     metadata_log_bound: int = param(8, "most records the metadata log may hold (a bound of the action table: "
@@ -441,7 +448,7 @@ def commit_offset(s: State, b: int, maximal_isr: int, leo: int, replica_state: t
     """The TLA+ GetCommitOffset: the highest offset below `leo` that every Maximal ISR member other
     than the leader has fetched past (0: none). Committed offsets are downward closed, so it is the
     least of those followers' LEOs, less one."""
-    if s.partition_data[b - 1].leo == 1:
+    if leo == 1:  # an empty log
         return 0
     highest = leo - 1
     for b1 in members(maximal_isr):
@@ -814,8 +821,8 @@ RESTART_FAULTS = {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1,
                   "clean_shutdown_limit": 1, "unclean_shutdown_limit": 1, "fence_broker_limit": 1}
 PRESETS = {
     # the parity configs: TLC's distinct states and depth (with the VIEW) are in docs/ARCHITECTURE.md
-    "p1": dict(P1),
-    "p3": {"broker_count": 3, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 2,
+    "p1": {**P1, "write_commit": "tla"},
+    "p3": {"write_commit": "tla", "broker_count": 3, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 2,
            "reassignment_limit": 1},
     "fence": {**P1, "fence_broker_limit": 1, "metadata_log_bound": 5},
     "tiny": {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 1},
@@ -833,6 +840,11 @@ PRESETS = {
     # MinISR = DataLossShutdownLimit: a committed record can be lost (the known limit of acks=all)
     "kip966_loss": {"kip966": True, "broker_count": 2, "init_replication_factor": 2, "min_isr": 1,
                     "init_isr_size": 2, "unclean_shutdown_limit": 1, "clean_shutdown_limit": 1},
+    # Liveness with the graph engine (every rule fires, 17,355 states; docs/ARCHITECTURE.md, "Liveness triage"): one
+    # replica on two brokers, a reassignment adding the other, and one disruption of any kind
+    "liveness": {"broker_count": 2, "init_replication_factor": 1, "min_isr": 1, "init_isr_size": 1,
+                 "reassignment_limit": 1, "clean_shutdown_limit": 1, "unclean_shutdown_limit": 1, "fence_broker_limit": 1,
+                 "leader_shrink_isr_limit": 1, "max_disruptions": 1},
     # for random search: every perturbation at once, far beyond exhaustion
     "large": {"broker_count": 4, "init_replication_factor": 3, "min_isr": 2, "init_isr_size": 2, "values": 2,
             "fence_broker_limit": 1, "unclean_shutdown_limit": 1, "clean_shutdown_limit": 1,
@@ -846,7 +858,9 @@ EXPECTED = {"kip966_loss": "NoCommittedRecordLostGlobally: with MinISR 1, the on
 spec = Spec("replication", ReplicationConfig, State, doc=__doc__, presets=PRESETS, default_preset="p1",
             deadlock=False, mutation_preset="fence", expected=EXPECTED,
             view=itemgetter(slice(0, VIEW_FIELDS)),  # the first VIEW_FIELDS fields (a C call: no Python frame)
-            hidden=itemgetter(slice(VIEW_FIELDS, None)))  # the rest: the representative is chosen on its hash
+            hidden=itemgetter(slice(VIEW_FIELDS, None)),  # the rest: the representative is chosen on its hash
+            # the graph engine keeps the budget counters too: on the view alone a budgeted fault repeats on a cycle
+            liveness_view=lambda s: (s[:VIEW_FIELDS], s.aux_ctrs[1:]))
 
 KAFKA_TLAPLUS = "kafka_replication_v3_5.tla"
 
@@ -1047,7 +1061,7 @@ def SendAlterPartitionRequest(cfg, s: State, b, timed_out):
     curr = md.isr
     if timed_out & ~curr or timed_out >> b & 1:
         return None
-    if timed_out and s.aux_ctrs.leader_shrink_isr_ctr >= cfg.leader_shrink_isr_limit:
+    if timed_out and (s.aux_ctrs.leader_shrink_isr_ctr >= cfg.leader_shrink_isr_limit or not may_disrupt(cfg, s)):
         return None
     proposal = proposed_isr(cfg, s, b, curr, timed_out)
     if proposal == curr:
@@ -1226,15 +1240,17 @@ def WriteRecordToLeader(cfg, s: State, b, v):
     new_leo = data.leo + 1
     new_log = data.log + (LogRecord(md.leader_epoch, data.leo, v),)
     new_hwm = commit_offset(s, b, md.maximal_isr, new_leo, s.partition_replica_state[b - 1]) + 1
-    if not may_advance_hwm(cfg, md.isr):
+    tla = cfg.write_commit == "tla"
+    if not may_advance_hwm(cfg, md.isr) or tla and data.leo == 1:  # TLA+: `LeoOf(b) = 1`, the LEO before the write
         new_hwm = data.hwm
-    changes = {}
-    if new_hwm > data.hwm:
-        changes = hwm_history(s, b, data.log, data.hwm, new_hwm, True)
-    changes["partition_data"] = put(s.partition_data, b, PartitionData(new_log, max(new_hwm, data.hwm), new_leo))
+    changes = {"inv_sent": s.inv_sent | bit(v)}
     if s.aux_flo[b - 1] == INT_MAX:
         changes["aux_flo"] = put(s.aux_flo, b, data.leo)
-    return s._replace(inv_sent=s.inv_sent | bit(v), **changes)
+    if new_hwm > data.hwm:
+        # kafka: committed at once, so acknowledged at once (the value is sent); TLA+ acknowledges on a later step
+        changes.update(hwm_history(s if tla else s._replace(**changes), b, new_log, data.hwm, new_hwm, True))
+    changes["partition_data"] = put(s.partition_data, b, PartitionData(new_log, max(new_hwm, data.hwm), new_leo))
+    return s._replace(**changes)
 
 
 def shutdown(cfg, s: State, b: int, leader: int, status: int, kept_epoch: int = 0) -> dict | None:
@@ -1273,12 +1289,19 @@ def running(s: State, b: int) -> bool:
     return s.broker_state[b - 1].status not in (OFFLINE_CLEAN, OFFLINE_DIRTY)
 
 
+def may_disrupt(cfg, s: State) -> bool:
+    """The joint limit on shutdowns, fencings and shrinks (if the config sets one) leaves room for another."""
+    c = s.aux_ctrs
+    spent = c.clean_shutdown_ctr + c.unclean_shutdown_ctr + c.fence_broker_ctr + c.leader_shrink_isr_ctr
+    return cfg.max_disruptions < 0 or spent < cfg.max_disruptions
+
+
 def unclean_budget(cfg, s: State) -> bool:
-    return s.aux_ctrs.unclean_shutdown_ctr < cfg.unclean_shutdown_limit
+    return s.aux_ctrs.unclean_shutdown_ctr < cfg.unclean_shutdown_limit and may_disrupt(cfg, s)
 
 
 def clean_budget(cfg, s: State) -> bool:
-    return s.aux_ctrs.clean_shutdown_ctr < cfg.clean_shutdown_limit
+    return s.aux_ctrs.clean_shutdown_ctr < cfg.clean_shutdown_limit and may_disrupt(cfg, s)
 
 
 @spec.rule(b=brokers, leader=leader_choices, precondition=unclean_budget,
@@ -1402,7 +1425,7 @@ def ReceiveAlterPartitionRequest(cfg, s: State, b, m, leader):
 
 
 @spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.fence_broker_limit > 0,
-           precondition=lambda cfg, s: s.aux_ctrs.fence_broker_ctr < cfg.fence_broker_limit)
+           precondition=lambda cfg, s: s.aux_ctrs.fence_broker_ctr < cfg.fence_broker_limit and may_disrupt(cfg, s))
 def FenceBroker(cfg, s: State, b, leader):
     """Controller: it fences unfenced broker b (missed heartbeats, at any time here), removing it from the
     ISR (v3.5: never below one member) and the leadership (electing `leader` if it must choose one)."""
@@ -1453,7 +1476,16 @@ def PerformPartitionReassignment(cfg, s: State, adding, removing, leader):
             new = new._replace(elr=update_elr(cfg, md, final_isr, final_replicas))
     else:
         new = md._replace(replicas=grown, partition_epoch=md.partition_epoch + 1, adding=adding, removing=removing)
-    if not new_leader_ok(md, new.isr, leader):
+    if md.leader == NO_LEADER:
+        # A leaderless partition gets an unfenced ISR member, in a new leader epoch, or stays leaderless (Kafka's
+        # PartitionChangeBuilder). Before, a fenced one could be elected in the old epoch: no replica learns that
+        # it leads, and the new replica fetched from it for ever (docs/ARCHITECTURE.md, "Liveness triage").
+        candidates = new.isr & s.con_unfenced
+        if (leader == NO_LEADER) == bool(candidates) or leader != NO_LEADER and not candidates >> leader & 1:
+            return None
+        if leader != NO_LEADER:
+            new = new._replace(leader_epoch=md.leader_epoch + 1)
+    elif not new_leader_ok(md, new.isr, leader):
         return None
     return s._replace(aux_ctrs=s.aux_ctrs._replace(reassignment_ctr=s.aux_ctrs.reassignment_ctr + 1),
                       **apply_partition_change(cfg, s, new._replace(leader=leader)))
