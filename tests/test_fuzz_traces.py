@@ -48,7 +48,7 @@ def fuzz(examples: int):
 
 # ---------------------------------------------------------------------------------- counts
 COUNTS = Counter()  # traces, refused, replays, diverges, tracebacks, hangs
-COUNTED = ("traces", "refused", "accepted", "replays", "diverges", "tracebacks", "hangs")
+COUNTED = ("traces", "refused", "accepted", "replays", "diverges", "tracebacks", "hangs", "closed_stream_runs")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -541,3 +541,42 @@ def test_end_to_end(tmp_path, name):
             assert p.returncode == expected_code and "Traceback" not in p.stderr and "[/bold]()" in printed, p
             continue
         assert_refused((p.returncode, p.stdout, p.stderr), files[name])
+
+
+# ------------------------------------------------------------------------- hostile environments
+def _gone_reader() -> int:
+    """The write end of a pipe whose reader has already left (`harness show T | head` after head exited)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    return write_end
+
+
+@fuzz(3)
+@given(st.sampled_from(COMMITTED), st.data())
+def test_an_edited_trace_into_closed_streams(workdir, source, data):
+    """The same edited traces, read by a real process whose stdout reader has left, or whose stderr is
+    closed: a command with a result for stdout ends 141 when its reader is gone, any other ends with the
+    code it has with both streams open (a refusal 2: its one line goes to stderr; a divergence 1), and a
+    closed stderr changes no exit code; never a traceback, never a hang."""
+    tree, _ = committed(source)
+    tree_path, edit = data.draw(tree_edits(tree))
+    path = write(workdir, to_json(replace_at(tree, tree_path, edit)))
+    command = data.draw(st.sampled_from(["replay", "show"]))
+    expected, printed, _ = run_cli(command, str(path))
+    COUNTS["closed_stream_runs"] += 2
+    argv = [sys.executable, "-m", "harness", command, str(path)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _gone_reader()
+    try:
+        p = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE, cwd=ROOT, env=env, timeout=HANG_SECONDS)
+    finally:
+        os.close(out)
+    gone = 141 if printed and expected != 2 else expected  # a result for stdout: its reader left first
+    assert p.returncode == gone, (expected, p.returncode, p.stderr[-300:])
+    assert b"Traceback" not in p.stderr, p.stderr[-300:]
+    err = _gone_reader()
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=err, cwd=ROOT, env=env, timeout=HANG_SECONDS)
+    finally:
+        os.close(err)
+    assert p.returncode == expected, (expected, p.returncode)
