@@ -384,8 +384,8 @@ def block_jvm(monkeypatch, started: list) -> None:
     import pyspark.context
     import pyspark.java_gateway
 
-    import harness.engines.spark as spark
-    monkeypatch.setattr(spark, "start_session", refuse)
+    import harness.engines.spark.driver as spark_driver  # where `explore` looks `start_session` up
+    monkeypatch.setattr(spark_driver, "start_session", refuse)
     monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", refuse)
     monkeypatch.setattr(pyspark.context, "launch_gateway", refuse)
 
