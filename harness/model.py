@@ -646,9 +646,18 @@ def config_to_dict(cfg: Config) -> dict:
 
 
 def config_digest(cfg: Config) -> str:
-    """A short digest of the resolved config: a trace records it to detect edited configs."""
-    blob = json.dumps(config_to_dict(cfg), sort_keys=True, separators=(",", ":")).encode()
+    """A short digest of the resolved config: a trace records it to detect edited configs. It covers the
+    fields that differ from their defaults only, so a field added with a default (a parameter, a variant)
+    leaves the digests of the traces written before as they were."""
+    blob = json.dumps(without_defaults(type(cfg), config_to_dict(cfg)), sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def without_defaults(config_class: type, values: dict) -> dict:
+    """`values` (JSON-ready, as `config_to_dict` gives) without the fields of `config_class` at their defaults;
+    compared as JSON, so that True is not 1. Keys the class does not have are kept."""
+    defaults = {f.name: f.default for f in dataclasses.fields(config_class) if f.default is not dataclasses.MISSING}
+    return {k: v for k, v in values.items() if k not in defaults or json.dumps(v) != json.dumps(defaults[k])}
 
 
 def preset_of(cfg: Config) -> str | None:

@@ -56,7 +56,9 @@ from hypothesis import strategies as st
 
 import harness.cli
 import harness.engines.hypothesis  # noqa: F401  (registers its settings profiles now, not inside a test)
+from harness.model import without_defaults
 from harness.registry import load_spec, spec_names
+from specs.example import ExampleConfig
 from tests.conftest import ROOT
 
 PROFILE = os.environ.get("FUZZ_PROFILE", "short")
@@ -341,8 +343,8 @@ def make_scratch(directory: Path) -> Path:
     edited = json.loads(good)
     config = dict(edited["#meta"]["config"], brokers=100_000_000)  # out of range, with a matching digest
     edited["#meta"]["config"] = config
-    edited["#meta"]["config_digest"] = hashlib.sha256(
-        json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+    edited["#meta"]["config_digest"] = hashlib.sha256(json.dumps(
+        without_defaults(ExampleConfig, config), sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
     (directory / "edited.itf.json").write_text(json.dumps(edited))
     for name, edit in TRACE_EDITS.items():  # one malformation each, on a fresh copy of the good trace
         trace = json.loads(good)
