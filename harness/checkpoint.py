@@ -160,7 +160,7 @@ def _closed(required: list[str], properties: dict) -> dict:
     return {"type": "object", "required": required, "additionalProperties": False, "properties": properties}
 
 
-# The body of state.json. `totals` are the search's figures (harness/engines/spark.py's `merge`).
+# The body of state.json. `totals` are the search's figures (harness/engines/spark/worker.py's `merge`).
 MANIFEST_SCHEMA = _closed(["identity", "level", "totals", "files"], {
     "identity": {"type": "object"},
     "level": _COUNT,  # the depth whose frontier is committed

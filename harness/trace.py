@@ -25,7 +25,7 @@ from harness import __version__
 from harness.errors import BadInput
 from harness.files import write_atomic
 from harness.itf import MAX_INT_DIGITS, MAX_SHOWN_CHARS, UNPRINTABLE, one_line, shown
-from harness.model import Action, Model, Spec, config_digest, config_to_dict, preset_of, variant_of
+from harness.model import Action, Model, Spec, config_digest, config_to_dict, preset_of, variant_of, without_defaults
 
 FORMAT = "ITF"
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -369,7 +369,9 @@ def _decode_trace(doc: Any, path: str) -> Trace:
         raise BadInput(f"recorded config does not fit spec {spec.name!r}: {exc}") from None
     if config_digest(cfg) != meta["config_digest"]:
         raise BadInput("the recorded config was changed after the trace was written (digest mismatch)")
-    if meta.get("mutation", cfg.mutation) != cfg.mutation or meta.get("variant", variant_of(spec, cfg)) != variant_of(spec, cfg):
+    variants = variant_of(spec, cfg)  # a variant at its default may be absent: added since the trace was written
+    if meta.get("mutation", cfg.mutation) != cfg.mutation or \
+            without_defaults(spec.config_class, meta.get("variant", variants)) != without_defaults(spec.config_class, variants):
         raise BadInput("the recorded mutation or variant differs from the recorded config")
     model = spec.bind(cfg)
     states, actions = [], []

@@ -521,6 +521,7 @@ def test_a_level_the_driver_gives_up_midway_is_committed_unexpanded_and_the_task
     import secrets
 
     from harness import checkpoint as ck
+    from harness.engines.spark.exchange import _committed_files
 
     model = bind("kraft", "leaderless")  # a level of over 1,024 states: where `hand_over` is first asked
     folder = tmp_path / "ck"
@@ -540,7 +541,7 @@ def test_a_level_the_driver_gives_up_midway_is_committed_unexpanded_and_the_task
     last = [0]
 
     def commit(k):
-        store.commit(k, totals, spark._committed_files(job, last[0], k), keep=lambda rel: rel.startswith("parents/"))
+        store.commit(k, totals, _committed_files(job, last[0], k), keep=lambda rel: rel.startswith("parents/"))
         last[0] = k
 
     level, stop = spark.run_levels(worker, 0, totals, commit=commit, stop_flag=lambda: None, max_depth=None,

@@ -287,7 +287,7 @@ def test_the_class_archive_is_built_whole_and_the_driver_jvm_maps_it(tmp_path, m
     stale.parent.mkdir()
     stale.write_bytes(b"an archive of another java")
     with monkeypatch.context() as m:
-        m.setattr(spark, "class_archive", lambda: built_here)
+        m.setattr(spark.archive, "class_archive", lambda: built_here)  # where make_class_archive looks it up
         assert spark.make_class_archive() == built_here and built_here.stat().st_size > 10_000_000
     assert [f.name for f in built_here.parent.iterdir()] == [built_here.name]  # no temporary file, no stale one
 

@@ -418,6 +418,39 @@ def test_foreign_and_edited_traces_are_bad_input(cli, tmp_path):
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (name, err)
 
 
+def test_a_trace_outlives_a_parameter_and_a_variant_added_with_defaults(cli, tmp_path, monkeypatch):
+    """Issue 38: a trace's config digest covers the fields that differ from their defaults only, so a trace
+    written before a spec's config grew a parameter and a variant (at their defaults) keeps its digest, is
+    read, and replays; an edited config is still refused."""
+    import dataclasses
+
+    import specs.example
+    from harness.model import config_digest, variant
+    from harness.replay import replay
+
+    cli("check", "example", "--config", "ci", "--mutation", "hwm_ignores_isr", "--out", tmp_path, "--quiet")
+    path = tmp_path / "example-ci-hwm_ignores_isr-CommittedOnIsr.itf.json"
+    written = load_json(path)
+
+    @dataclass(frozen=True)
+    class GrownConfig(specs.example.ExampleConfig):
+        retries: int = param(0, "a parameter added after the trace was written", lo=0, hi=3)
+        eager_hwm: bool = variant(False, "a variant added after the trace was written")
+
+    monkeypatch.setattr(specs.example, "spec", dataclasses.replace(specs.example.spec, config_class=GrownConfig))
+    trace = read_trace(path)
+    assert type(trace.model.config) is GrownConfig and trace.model.config.retries == 0
+    assert config_digest(trace.model.config) == written["#meta"]["config_digest"]
+    report = replay(trace)
+    assert report.ok and report.steps == written["#meta"]["length"], report.message
+
+    for edit in ({"brokers": 4}, {"retries": 1}, {"eager_hwm": True}):  # a value changed, or a new field set
+        edited = tmp_path / "edited.itf.json"
+        edited.write_text(json.dumps({**written, "#meta": {**written["#meta"], "config": {**written["#meta"]["config"], **edit}}}))
+        with pytest.raises(BadInput, match="digest mismatch"):
+            read_trace(edited)
+
+
 def test_reading_a_trace_never_executes_it(tmp_path):
     """A trace is data: Python code in any field is only ever a string that fails validation."""
     p = tmp_path / "evil.itf.json"

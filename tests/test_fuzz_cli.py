@@ -57,7 +57,9 @@ from hypothesis import strategies as st
 
 import harness.cli
 import harness.engines.hypothesis  # noqa: F401  (registers its settings profiles now, not inside a test)
+from harness.model import without_defaults
 from harness.registry import load_spec, spec_names
+from specs.example import ExampleConfig
 from tests.conftest import ROOT
 
 PROFILE = os.environ.get("FUZZ_PROFILE", "short")
@@ -344,8 +346,8 @@ def make_scratch(directory: Path) -> Path:
     edited = json.loads(good)
     config = dict(edited["#meta"]["config"], brokers=100_000_000)  # out of range, with a matching digest
     edited["#meta"]["config"] = config
-    edited["#meta"]["config_digest"] = hashlib.sha256(
-        json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+    edited["#meta"]["config_digest"] = hashlib.sha256(json.dumps(
+        without_defaults(ExampleConfig, config), sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
     (directory / "edited.itf.json").write_text(json.dumps(edited))
     for name, edit in TRACE_EDITS.items():  # one malformation each, on a fresh copy of the good trace
         trace = json.loads(good)
@@ -406,8 +408,8 @@ def block_jvm(monkeypatch, started: list) -> None:
     import pyspark.context
     import pyspark.java_gateway
 
-    import harness.engines.spark as spark
-    monkeypatch.setattr(spark, "start_session", refuse)
+    import harness.engines.spark.driver as spark_driver  # where `explore` looks `start_session` up
+    monkeypatch.setattr(spark_driver, "start_session", refuse)
     monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", refuse)
     monkeypatch.setattr(pyspark.context, "launch_gateway", refuse)
 
