@@ -109,6 +109,14 @@ def leader_in_sync(cfg, s: State) -> bool | Violated:
 spec.eventually("ReachesFTR", lambda cfg, s: all(p.replicas == cfg.targets[i] and not p.target
                                                  for i, p in enumerate(s.partitions)),
                 doc="once faults stop, every partition reaches its FTR")
+# Declared here, next to the property (specs/kip435/__init__.py runs before it exists). The triage of every lasso
+# at the liveness preset: docs/models/kip435.md, "Liveness triage".
+spec.expect_liveness_failure(
+    "liveness", "ReachesFTR",
+    "KIP-435 as written: its step list forces DR out of the ISR before NR catch up (Performing reassignment for a "
+    "single partition, steps 8-9), so once a broker failure leaves a step's DR as the only in-sync replicas, the "
+    "step deletes them; with unclean leader election off (Kafka's default since KIP-106) no replica may lead, "
+    "none can catch up, and the partition never reaches its FTR")
 
 
 # ------------------------------------------------------------------ Z3 forms (harness prove)

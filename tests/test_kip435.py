@@ -304,3 +304,29 @@ def test_the_rules_live_in_their_actors_modules_in_the_order_bfs_follows():
     package = Path(__file__).resolve().parents[1] / "specs" / "kip435"
     assert len((package / "__init__.py").read_text().splitlines()) < 150
     assert all(len(f.read_text().splitlines()) <= 600 for f in package.glob("*.py"))
+
+
+# ------------------------------------------------------------------- liveness where the failures are (issue #37)
+
+def test_at_the_liveness_preset_every_rule_fires_and_the_only_lasso_is_the_declared_loss():
+    """The preset the gate and the nightly job check liveness at, KIP-435 as written: the graph engine sees every
+    rule fire, ReachesFTR fails as declared, and every state where a fair run can stop short of FTR is a partition
+    whose last in-sync replica a step deleted (docs/models/kip435.md, "Liveness triage"). The existing
+    algorithm's wait (wait=target) reaches FTR there."""
+    from harness.corpus import liveness_verdicts
+
+    config = SPEC.config("liveness")
+    assert config.wait == "none" and config.max_failures == 1
+    m = SPEC.bind(config)
+    result, g = graph.explore(m, check_safety=False)
+    assert {m.rules[i].name for i in set().union(*g.enabled_rules)} == {r.name for r in SPEC.rules}
+    assert liveness_verdicts(SPEC, "liveness", result.stats["liveness"]) == {"ReachesFTR": "expected failure"}
+    [lasso] = result.violations
+    assert lasso.depth == 8 and lasso.states[-1].lost
+    fair = {i for i, r in enumerate(m.rules) if r.fair}
+    reaches = SPEC.liveness["ReachesFTR"].goal
+    stuck = [s for n, s in enumerate(g.states) if not g.enabled_rules[n] & fair and not reaches(config, s)]
+    assert result.stats["nontrivial_sccs"] == 0 and stuck
+    assert all(s.lost and any(not p.isr for p in s.partitions) for s in stuck)
+    safe = SPEC.bind(SPEC.config("liveness", variants=["wait=target"]))
+    assert graph.explore(safe, check_safety=False)[0].stats["liveness"]["ReachesFTR"]["holds"]

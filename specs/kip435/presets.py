@@ -43,6 +43,12 @@ PRESETS = {
                    "reading": "text", **WAIT_FOR_TARGET},
     "text-leader": {"brokers": 5, "replicas": [[1, 2, 3]], "targets": [[4, 1, 5]], "r": 1, "reading": "text",
                     **WAIT_FOR_TARGET},
+    # Where the gate and the nightly job check liveness (graph engine): KIP-435 as written (wait=none), `ci`'s first
+    # two partitions (both add the new preferred leader 3: P = 2, L = 1 binds), MinISR 1 (Kafka's default), one
+    # broker failure, one change of R/P/L; every rule fires (30,676 states). ReachesFTR fails here, declared in
+    # __init__.py (docs/models/kip435.md, "Liveness triage").
+    "liveness": {"brokers": 4, "replicas": [[1, 2], [2, 3]], "targets": [[3, 4], [3, 4]], "r": 1, "p": 2, "l": 1,
+                 "max_failures": 1, "max_config_changes": 1},
     # Three partitions of three replicas, two broker failures, a change of R/P/L (1,324,169 states, depth 33).
     "nightly": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
                 [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 2, "max_config_changes": 1,
@@ -56,6 +62,10 @@ EXPECTED = {
                "for a single partition, steps 8-9: nothing waits for NR)",
     "no-wait": "the new algorithm's step list (wait=none, the default): DR forced out of the ISR before the new "
                "replicas are in sync (KIP-435, Performing reassignment for a single partition, steps 8-9)",
+    "liveness": "KIP-435 as written (wait=none, the default) with a broker failure: a step forces DR out of the ISR "
+                "before NR catch up and deletes the last in-sync replica (Performing reassignment for a single "
+                "partition, steps 8-9), as at `no-wait`; the liveness failure it leads to is declared in "
+                "invariants/kip435.py",
     "wait-new": "waiting for NR only (wait=new): a TR replica behind at the start is not waited for, so DR leave "
                 "the ISR below MinISR (the existing algorithm's step 4 waits for every target replica)",
     "pseudocode": "the batch pseudo-code as written (batch=pseudocode): leader movements fill the batch before L "
