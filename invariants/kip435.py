@@ -4,8 +4,11 @@ in-sync copy."""
 
 from harness.bitset import as_list, as_set
 from harness.model import Violated
-from specs.kip435 import State, spec
+from specs.kip435 import spec
+from specs.kip435.state import State
 
+
+# ------------------------------------------------------- KIP-435, "Calculating a Reassignment Step"
 
 @spec.invariant(name="StepWithinR", reads=("partitions",))
 def step_within_r(cfg, s: State) -> bool | Violated:
@@ -61,6 +64,8 @@ def preferred_leader_first(cfg, s: State) -> bool | Violated:
                                   f"{cfg.targets[s.late - 1][0]} that was live and in sync")
 
 
+# ------------------------------------------------------- KIP-435, "Collecting a reassignment batch"
+
 @spec.invariant(name="BatchWithinLimits", reads=("batch_size", "leader_moves", "limits"))
 def batch_within_limits(cfg, s: State) -> bool | Violated:
     """A batch moves at most P partitions and, under the described rule, at most L leaders (steps that end
@@ -71,6 +76,8 @@ def batch_within_limits(cfg, s: State) -> bool | Violated:
         return Violated(f"the batch moves {s.leader_moves} leaders, L = {s.limits.l}")
     return True
 
+
+# ---------------------------------------- KIP-435, "Performing reassignment for a single partition"
 
 @spec.invariant(name="IsrFloor", reads=("shrunk",))
 def isr_floor(cfg, s: State) -> bool | Violated:
@@ -97,9 +104,19 @@ def leader_in_sync(cfg, s: State) -> bool | Violated:
     return True
 
 
+# -------------------------------------------------------------------------- liveness (graph engine)
+
 spec.eventually("ReachesFTR", lambda cfg, s: all(p.replicas == cfg.targets[i] and not p.target
                                                  for i, p in enumerate(s.partitions)),
                 doc="once faults stop, every partition reaches its FTR")
+# Declared here, next to the property (specs/kip435/__init__.py runs before it exists). The triage of every lasso
+# at the liveness preset: docs/models/kip435.md, "Liveness triage".
+spec.expect_liveness_failure(
+    "liveness", "ReachesFTR",
+    "KIP-435 as written: its step list forces DR out of the ISR before NR catch up (Performing reassignment for a "
+    "single partition, steps 8-9), so once a broker failure leaves a step's DR as the only in-sync replicas, the "
+    "step deletes them; with unclean leader election off (Kafka's default since KIP-106) no replica may lead, "
+    "none can catch up, and the partition never reaches its FTR")
 
 
 # ------------------------------------------------------------------ Z3 forms (harness prove)

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from harness.engines import bfs, graph
 from harness.registry import load_spec
-from specs.kip435 import step, step_bound, steps
+from specs.kip435.logic import step, step_bound, steps
 
 SPEC = load_spec("kip435")
 KIP_CR, KIP_FTR = (0, 1, 2, 3, 4), (5, 6, 7, 8, 9)
@@ -264,13 +264,12 @@ def test_continue_traces_replay_and_record_the_violations_on_the_way(tmp_path):
 # ------------------------------------------------------------------- the docs' table of readings
 
 def test_the_docs_table_gives_every_reading_combination_a_verdict():
-    """docs/ARCHITECTURE.md, "The kip435 model": one row per combination of the step calculation's and the
+    """docs/models/kip435.md: one row per combination of the step calculation's and the
     execution's choices, each with a safe and a live verdict."""
     import itertools
     import re
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md").read_text()
-    section = text.split("## The kip435 model")[1].split("\n## ")[0]
+    section = (Path(__file__).resolve().parents[1] / "docs" / "models" / "kip435.md").read_text()
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -280,3 +279,54 @@ def test_the_docs_table_gives_every_reading_combination_a_verdict():
     assert set(rows) == set(itertools.product(*choices))
     verdicts = [(safe.split()[0].rstrip(":"), live.split()[0]) for safe, live in rows.values()]
     assert all(safe in ("yes", "no") and live in ("yes", "no") for safe, live in verdicts)
+
+
+# ------------------------------------------------------------------- the package's layout (issue #38)
+
+def test_the_rules_live_in_their_actors_modules_in_the_order_bfs_follows():
+    """specs/kip435 in the common layout: each rule in the module of who acts, the order the rules had in one
+    module (BFS's successor order, hence the committed traces), docstrings in the Who acts / Enabled when /
+    Next form, and an __init__.py that only assembles."""
+    import inspect
+    import re
+
+    from harness.present import describe
+
+    assert [(r.name, r.fn.__module__) for r in SPEC.rules] == [
+        ("collect_batch", "specs.kip435.controller"), ("change_config", "specs.kip435.admin"),
+        ("catch_up", "specs.kip435.brokers"), ("elect_preferred_leader", "specs.kip435.controller"),
+        ("drop_replicas", "specs.kip435.controller"), ("fail", "specs.kip435.faults"),
+        ("recover", "specs.kip435.faults")]
+    assert all(re.findall(r"^(Who acts|Enabled when|Next):", inspect.cleandoc(r.doc), re.M) ==
+               ["Who acts", "Enabled when", "Next"] for r in SPEC.rules)
+    who = {r["name"]: r["who"] for r in describe(SPEC, None)["rules"]}
+    assert all(who[r.name].split(":")[0] in ("Controller", "Broker", "Operator") for r in SPEC.rules), who
+    package = Path(__file__).resolve().parents[1] / "specs" / "kip435"
+    assert len((package / "__init__.py").read_text().splitlines()) < 150
+    assert all(len(f.read_text().splitlines()) <= 600 for f in package.glob("*.py"))
+
+
+# ------------------------------------------------------------------- liveness where the failures are (issue #37)
+
+def test_at_the_liveness_preset_every_rule_fires_and_the_only_lasso_is_the_declared_loss():
+    """The preset the gate and the nightly job check liveness at, KIP-435 as written: the graph engine sees every
+    rule fire, ReachesFTR fails as declared, and every state where a fair run can stop short of FTR is a partition
+    whose last in-sync replica a step deleted (docs/models/kip435.md, "Liveness triage"). The existing
+    algorithm's wait (wait=target) reaches FTR there."""
+    from harness.corpus import liveness_verdicts
+
+    config = SPEC.config("liveness")
+    assert config.wait == "none" and config.max_failures == 1
+    m = SPEC.bind(config)
+    result, g = graph.explore(m, check_safety=False)
+    assert {m.rules[i].name for i in set().union(*g.enabled_rules)} == {r.name for r in SPEC.rules}
+    assert liveness_verdicts(SPEC, "liveness", result.stats["liveness"]) == {"ReachesFTR": "expected failure"}
+    [lasso] = result.violations
+    assert lasso.depth == 8 and lasso.states[-1].lost
+    fair = {i for i, r in enumerate(m.rules) if r.fair}
+    reaches = SPEC.liveness["ReachesFTR"].goal
+    stuck = [s for n, s in enumerate(g.states) if not g.enabled_rules[n] & fair and not reaches(config, s)]
+    assert result.stats["nontrivial_sccs"] == 0 and stuck
+    assert all(s.lost and any(not p.isr for p in s.partitions) for s in stuck)
+    safe = SPEC.bind(SPEC.config("liveness", variants=["wait=target"]))
+    assert graph.explore(safe, check_safety=False)[0].stats["liveness"]["ReachesFTR"]["holds"]
