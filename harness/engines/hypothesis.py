@@ -305,8 +305,8 @@ def explore(model: Model, *, profile: str = "ci", examples: int | None = None, s
         machine.run_listeners.append(on_run)
     # A derandomized profile runs from a fixed seed. Hypothesis's own derandomization seeds from a digest
     # of the test's source and signature, which here moved with unrelated edits to the harness: one edit
-    # turned "found in 606 walks" into "not found in 6,299" for the same model (docs/ARCHITECTURE.md). The
-    # constants Hypothesis mines from loaded modules are left out for the same reason (below).
+    # turned "found in 606 walks" into "not found in 6,299" for the same model (docs/PERFORMANCE.md, "The
+    # fixed seed"). The constants Hypothesis mines from loaded modules are left out for the same reason (below).
     machine._hypothesis_internal_use_seed = DERANDOMIZED_SEED if chosen.derandomize else seed
     started = time.monotonic()
     violations: list[Violation] = []

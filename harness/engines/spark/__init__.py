@@ -1,6 +1,6 @@
 """Exhaustive exploration with PySpark: long-lived level workers, one barrier job for the whole search.
 
-Design (measurements in docs/PERFORMANCE.md, trade-offs in docs/ARCHITECTURE.md):
+Design (measurements in docs/PERFORMANCE.md, trade-offs in docs/spark.md):
 
 * One Spark barrier job of T tasks runs every level; a task is a `LevelWorker` that lives for the
   whole job and keeps its share of the visited set (the fingerprints `owners` gives it) and the
