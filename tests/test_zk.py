@@ -8,7 +8,8 @@ from harness.bitset import mask, members
 from harness.engines import bfs
 from harness.model import Action
 from harness.registry import load_spec
-from specs.zk import CANCELLED, DONE, IDLE, IN_PROGRESS, NONE, STEP, origin_of
+from specs.zk.logic import origin_of
+from specs.zk.state import CANCELLED, DONE, IDLE, IN_PROGRESS, NONE, STEP
 
 SPEC = load_spec("zk")
 
