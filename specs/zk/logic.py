@@ -250,7 +250,17 @@ def in_flight(cfg, s: State) -> bool:
 
 
 def finished(cfg, s: State) -> bool:
-    return s.status in (DONE, CANCELLED) and not s.zk.admin
+    """ZooKeeper holds the reassignment's goal alone (its target; a cancellation's: its original replicas) and
+    /admin/reassign_partitions no longer names it. The status ghost is set at B6, but a fail-over after U1
+    wrote a plain assignment leaves no B6 to run: the goal is read from ZooKeeper, as a new controller
+    (and ListPartitionReassignments, which answers from its context) reads it."""
+    zk = s.zk
+    if zk.admin:
+        return False
+    if s.status in (DONE, CANCELLED):
+        return True
+    goal = mask(s.trs) if s.status == IN_PROGRESS else s.ors
+    return not zk.adding | zk.removing and mask(zk.rs) == goal
 
 
 def has_live_isr_member(cfg, s: State) -> bool:

@@ -28,7 +28,16 @@ PRESETS = {
     # The nightly's Spark run: Kafka's controller at the ci move, with an ISR shrink as a third disruption
     # (1,430,094 states). Bigger configs were stopped at 2-3 million states, below depth 25.
     "nightly": {"controller": "kafka", "max_shrinks": 1, "max_disruptions": 1},
+    # Where the gate and the nightly job check liveness (graph engine): Kafka's controller with a replacement
+    # (two targets, one of them the original replicas), a cancellation, a preferred election and one
+    # disruption among a controller fail-over, a broker crash and an ISR shrink; no record (with one, above
+    # 600,000 states), so produce and advance_hwm are the only rules that do not fire.
+    "liveness": {"controller": "kafka", "brokers": 2, "replicas": [1], "targets": [[2, 1], [1]],
+                 "max_reassignments": 2, "max_cancels": 1, "max_preferred": 1, "max_shrinks": 1,
+                 "max_disruptions": 1, "max_records": 0},
     # Known-unsafe configurations (expected counterexamples, see EXPECTED).
+    "kafka-replace-failover": {"controller": "kafka", "brokers": 2, "replicas": [1], "targets": [[1], [1, 2]],
+                               "max_reassignments": 2, "max_broker_crashes": 0, "max_records": 0},
     "seed-shrink-in-phase-b": {"brokers": 2, "replicas": [1, 2], "targets": [[2]], "max_shrinks": 1,
                                "max_failovers": 0, "max_broker_crashes": 0, "max_records": 0},
     "unclean-loss": {"unclean": True, "max_failovers": 0, "max_broker_crashes": 2, "max_shrinks": 1,
@@ -44,6 +53,11 @@ EXPECTED = {
     "kafka-cancel-failover": "Kafka's cancellation writes RS = ORS to the topic znode (U1) before it takes an adding "
                              "replica out of the ISR (U3): a controller crash in between leaves a non-replica in the "
                              "ISR for good (the next controller finds a plain assignment and nothing to stop)",
+    "kafka-replace-failover": "a reassignment replaced by one whose target is the original replicas writes that plain "
+                              "assignment to the topic znode (U1) before it stops the dropped adding replica (U3): a "
+                              "controller crash in between leaves that replica following for good, a stray replica "
+                              "(the next controller does not know it; the ZooKeeper controller deletes no stray "
+                              "replicas: KAFKA-13972)",
     "unclean-loss": "unclean leader election (enabled) elects a replica without the acknowledged record: "
                     "the record is lost",
 }
