@@ -6,10 +6,11 @@ states (traces carry it); each returns True at once when it holds, and only when
 `Violated` reason naming what breaks it.
 """
 
-from harness.bitset import mask
+from harness.bitset import as_list, as_set, mask
 from harness.model import Violated
-from specs.zk import (CANCELLED, CANCELLING, DONE, FOLLOWER, IDLE, IN_PROGRESS, LEADER, State, as_list, as_set,
-                      alive, spec, target_of)
+from specs.zk import spec
+from specs.zk.logic import alive, target_of
+from specs.zk.state import CANCELLED, CANCELLING, DONE, FOLLOWER, IDLE, IN_PROGRESS, LEADER, State
 
 
 def has_prefix(log: tuple, prefix: tuple) -> bool:

@@ -8,7 +8,8 @@ from harness.bitset import mask, members
 from harness.engines import bfs
 from harness.model import Action
 from harness.registry import load_spec
-from specs.zk import CANCELLED, DONE, IDLE, IN_PROGRESS, NONE, STEP, origin_of
+from specs.zk.logic import origin_of
+from specs.zk.state import CANCELLED, DONE, IDLE, IN_PROGRESS, NONE, STEP
 
 SPEC = load_spec("zk")
 
@@ -446,3 +447,36 @@ def test_origin_of_assignment():
     class A:
         rs, adding = (4, 5, 6, 1, 2, 3), mask([4, 5, 6])
     assert origin_of(A) == (1, 2, 3)
+
+
+def test_a_replacement_by_the_original_replicas_completes_despite_a_crash_between_u1_and_u3():
+    """[1] -> [1,2] through the API, replaced by [1] (its original replicas), the controller crashing between U1
+    and U3: ZooKeeper holds [1] alone and nothing is left to resume, so the reassignment is over (the status
+    ghost, set at B6, is not). ReassignmentCompletes reads ZooKeeper; the dropped replica that keeps
+    following is Kafka's (NoStrayReplicas, the expected failure at `kafka-replace-failover`)."""
+    from harness.engines import graph
+
+    spec = load_spec("zk")
+    result, _ = graph.explore(spec.bind(spec.config("kafka-replace-failover")), check_safety=False)
+    assert {p: r["holds"] for p, r in result.stats["liveness"].items()} == \
+        {"ReassignmentCompletes": True, "PartitionLed": True}
+    assert result.stats["states"] > 10_000
+
+
+def test_at_the_liveness_preset_every_rule_but_produce_fires_and_the_verdicts_are_the_declared_ones():
+    """The preset the gate and the nightly job check liveness at (Kafka's controller: replacement,
+    cancellation, preferred election, fail-over, broker crash, ISR shrink): BFS makes every rule of the
+    config fire but the two that need a record; the graph engine's verdicts are those declared (none is
+    declared: both properties hold), and the only safety failure there is one of Kafka's, declared at
+    `kafka-replace-failover`."""
+    from harness.corpus import liveness_verdicts
+    from harness.engines import graph
+
+    spec = load_spec("zk")
+    model = spec.bind(spec.config("liveness"))
+    assert set(bfs.explore(model, keep_going=True).never_fired()) == {"produce", "advance_hwm"}
+    result, _ = graph.explore(model)
+    verdicts = liveness_verdicts(spec, "liveness", result.stats["liveness"])
+    assert verdicts == {"ReassignmentCompletes": "holds", "PartitionLed": "holds"}
+    assert {v.outcome.property for v in result.violations if v.outcome.kind != "liveness"} <= {"NoStrayReplicas"}
+    assert "KAFKA-13972" in spec.expected["kafka-replace-failover"]

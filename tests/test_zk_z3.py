@@ -13,7 +13,8 @@ from harness.bitset import mask
 from harness.engines import z3prove
 from harness.errors import BadInput
 from harness.registry import load_spec
-from specs.zk import Budget, alive
+from specs.zk.logic import alive
+from specs.zk.state import Budget
 from specs.zk import symbolic as sym
 
 SPEC = load_spec("zk")

@@ -63,8 +63,8 @@ import z3
 
 from harness.bitset import mask
 from harness.symbolic import all_mask, const, one_hot, within
-from specs.zk import (A0, A1, A2, B1, B2, B3, B4, B5, B6, B7, B8, CANCELLED, CANCELLING, DONE, IDLE, IN_PROGRESS,
-                      LEADER, LEADER_AND_ISR, NOT_STARTED, RESUME, STATUS)
+from specs.zk.state import (A0, A1, A2, B1, B2, B3, B4, B5, B6, B7, B8, CANCELLED, CANCELLING, DONE, IDLE,
+                            IN_PROGRESS, LEADER, LEADER_AND_ISR, NOT_STARTED, RESUME, STATUS)
 from specs.zk import init as model_init
 
 B5_FIRST = 16  # delete_before_shrink: B5 before B4 (B4 still to run)
