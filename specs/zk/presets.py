@@ -56,8 +56,8 @@ EXPECTED = {
     "kafka-replace-failover": "a reassignment replaced by one whose target is the original replicas writes that plain "
                               "assignment to the topic znode (U1) before it stops the dropped adding replica (U3): a "
                               "controller crash in between leaves that replica following for good, a stray replica "
-                              "(the next controller does not know it; the ZooKeeper controller deletes no stray "
-                              "replicas: KAFKA-13972)",
+                              "(the next controller does not know it, and the ZooKeeper controller has no clean-up of stray "
+                              "replicas; KAFKA-13972 fixed another path to the same stray replica in 3.5)",
     "unclean-loss": "unclean leader election (enabled) elects a replica without the acknowledged record: "
                     "the record is lost",
 }
