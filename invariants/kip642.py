@@ -7,7 +7,8 @@ of its first uncommitted entry)."""
 
 from harness.bitset import members
 from harness.model import Violated
-from specs.kip642 import KIND, LEADER, VOTER_ASSIGNMENT, Entry, State, spec
+from specs.kip642 import spec
+from specs.kip642.state import KIND, LEADER, VOTER_ASSIGNMENT, Entry, State
 
 
 def voter_set(m: int) -> str:
@@ -29,6 +30,8 @@ def first_difference(a: tuple, b: tuple) -> int:
             return k
     return min(len(a), len(b))
 
+
+# ============================================= Raft's safety properties (Ongaro's dissertation, Figure 3.2)
 
 # Election Safety (Ongaro's dissertation, §3.4).
 @spec.invariant(name="OneLeaderPerEpoch")
@@ -93,6 +96,8 @@ def state_machine_safety(cfg, s: State) -> bool | Violated:
     return True
 
 
+# ====================================== KIP-642's voter changes (Quorum Change Protocol, Reassignment Algorithm)
+
 # KIP-642, Reassignment Algorithm, step 4; Ongaro's dissertation, §4.1.
 @spec.invariant(name="AtMostOneUncommittedVoterChange")
 def at_most_one_uncommitted_change(cfg, s: State) -> bool | Violated:
@@ -120,6 +125,8 @@ def single_member_changes(cfg, s: State) -> bool | Violated:
                 prev = e.voters
     return True
 
+
+# ================================================================================== their Z3 forms
 
 # The quorum properties, and the lemma that makes them inductive, over specs/kip642/symbolic.py.
 from specs.kip642 import symbolic as _sym  # noqa: E402

@@ -25,7 +25,7 @@ from test_nightly_report import CHROMIUM_ARGS, browser
 from harness.explore import create_app, start_server, url_of
 from harness.registry import load_spec
 from harness.trace import read_trace
-from specs.kip642 import VOTER_ASSIGNMENT
+from specs.kip642.state import VOTER_ASSIGNMENT
 
 CORPUS = ROOT / "counterexamples"
 KRAFT = CORPUS / "kraft-small-expand_below_hwm-LeaderCandidateCompleteness.itf.json"

@@ -3,7 +3,8 @@
 from harness.engines import bfs
 from harness.model import Action
 from harness.registry import load_spec
-from specs.kip642 import LEADER, RESIGNED, target_of, voters_of
+from specs.kip642.logic import target_of, voters_of
+from specs.kip642.state import LEADER, RESIGNED
 
 SPEC = load_spec("kip642")
 
@@ -92,7 +93,7 @@ def test_each_mutation_has_a_committed_replaying_trace(cli):
 
 def test_ongaro_scenario_is_blocked_without_the_mutation():
     """The correct protocol refuses the voter change of the new leader before its epoch commits."""
-    from specs.kip642 import ONGARO_SCENARIO
+    from specs.kip642.presets import ONGARO_SCENARIO
 
     m = SPEC.bind(SPEC.config("ongaro"))
     s = m.init_states()[0]
@@ -108,7 +109,7 @@ def test_ongaro_scenario_is_blocked_without_the_mutation():
 
 def test_each_property_names_what_fails():
     """On a crafted violating state, each property fails with a reason naming servers, offsets and voter sets."""
-    from specs.kip642 import DATA, VOTER_ASSIGNMENT, Entry
+    from specs.kip642.state import DATA, VOTER_ASSIGNMENT, Entry
 
     m = SPEC.bind(SPEC.config("tiny"))
     s = m.init_states()[0]
@@ -139,3 +140,32 @@ def test_each_property_names_what_fails():
         assert not m.holds(name, state), name
         assert reason in m.explain(name, state), (name, m.explain(name, state))
     assert "epoch 1: 1" in m.explain("OneLeaderPerEpoch", s._replace(two_leaders_in_an_epoch=True))
+
+
+# The rules by the module of who acts (issue 38), in the order the single module registered them: the order
+# decides BFS's successor order, first-found states and the committed traces.
+RULES_BY_ACTOR = [
+    ("admin", ["alter_partition_reassignments", "cancel_reassignment"]),
+    ("leaders", ["leader_step", "complete_reassignment", "resign", "client_write", "advance_hwm"]),
+    ("followers", ["fetch"]),
+    ("voters", ["become_candidate", "handle_vote_request", "stand_against_nonvoter", "become_leader", "win_election"]),
+    ("faults", ["crash_restart", "restart_without_log"]),
+]
+
+
+def test_rules_sit_in_their_actors_modules_in_the_original_order():
+    """Issue 38's layout: each rule in the module of who acts, tried in the order of the single module before
+    the split; each docstring a one-line summary naming who acts, then "Who acts / Enabled when / Next"; the
+    package's `__init__.py` only the assembly and no module over 600 lines."""
+    from tests.conftest import ROOT
+
+    assert [r.name for r in SPEC.rules] == [name for _, names in RULES_BY_ACTOR for name in names]
+    assert {r.name: r.fn.__module__ for r in SPEC.rules} == {
+        name: f"specs.kip642.{actor}" for actor, names in RULES_BY_ACTOR for name in names}
+    for r in SPEC.rules:
+        summary, _, body = r.doc.partition("\n\n")
+        assert summary.split(":")[0] in ("Admin", "Leader", "Follower or observer", "Voter", "Candidate", "Fault"), r.name
+        assert [line.strip().split(":")[0] for line in body.splitlines() if line.strip().split(":")[0] in (
+            "Who acts", "Enabled when", "Next")] == ["Who acts", "Enabled when", "Next"], r.name
+    sizes = {p.name: len(p.read_text().splitlines()) for p in (ROOT / "specs" / "kip642").glob("*.py")}
+    assert sizes["__init__.py"] < 150 and max(sizes.values()) < 600, sizes

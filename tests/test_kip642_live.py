@@ -5,7 +5,9 @@ failure, and a voter that restarts without its log."""
 from harness.engines import bfs, graph
 from harness.model import Action
 from harness.registry import load_spec
-from specs.kip642 import CANDIDATE, FOLLOWER, LEADER, election_stalled, reassignment_completed, voters_of
+from specs.kip642.logic import reassignment_completed, voters_of
+from specs.kip642.state import CANDIDATE, FOLLOWER, LEADER
+from specs.kip642.voters import election_stalled
 
 SPEC = load_spec("kip642")
 

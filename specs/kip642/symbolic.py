@@ -37,7 +37,8 @@ import z3
 
 from harness.bitset import mask
 from harness.symbolic import all_mask, const, count, one_hot, within  # noqa: F401 (const: tests)
-from specs.kip642 import LEADER, VOTER_ASSIGNMENT, target_of, voters_of
+from specs.kip642.logic import target_of, voters_of
+from specs.kip642.state import LEADER, VOTER_ASSIGNMENT
 
 SETS = ("L", "U1", "U2", "ok")  # (N+1)-bit server sets
 PACKED = ("V", "T")  # a server set per server
