@@ -153,7 +153,7 @@ def check_results(path: Path, replayed: tuple[int, str, str], shown: tuple[int, 
     else:
         code, out, err = replayed
         assert (code == 0 and err == "" and out.startswith("OK replays as recorded")) or \
-               (code == 1 and out == "" and err.startswith("DIVERGES ")), replayed
+               (code == 1 and err == "" and out.startswith("DIVERGES ")), replayed  # a verdict: stdout
         assert shown[0] == 0 and shown[2] == "" and shown[1].strip(), shown
         if same_as is not None and meaning(read_trace(path)) == same_as:
             assert code == 0, replayed
