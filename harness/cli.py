@@ -344,6 +344,8 @@ def _print_result(model, result) -> None:
     out.print("  " + ", ".join(bits))
     if "collision_probability" in s:
         out.print(f"  fingerprint collision probability (optimistic, n*(g-n)/2^64): {s['collision_probability']:.1e}")
+    if s.get("view_keep") == "first":
+        out.print("  under the view: the first state found per view was kept, in TLC's order (--view-keep first)")
     if result.coverage:
         table = Table("rule", "distinct", "generated", title="coverage", title_justify="left", box=None, padding=(0, 2))
         for rule, c in result.coverage.items():

@@ -2,6 +2,7 @@
 states and depth under its VIEW), the rules message by message, the view in every engine, a mutation's
 shortest trace."""
 
+import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -13,6 +14,7 @@ from harness.model import Action, Config, Model, Spec
 from harness.registry import load_spec
 from harness.replay import replay
 from harness.trace import read_trace, write_trace
+from conftest import run_cli
 from specs.replication import (FENCED, FENCED_LEADER_EPOCH, FOLLOWER, LEADER, NO_PENDING_AP, RUNNING, UNFENCED, VIEW_FIELDS,
                                last_offset_for_epoch)
 
@@ -110,6 +112,18 @@ def test_tlc_order_takes_messages_in_tlcs_value_order():
 def test_tlc_order_is_refused_for_kip966():
     with pytest.raises(BadInput, match="v3.5"):
         bfs.explore(model("kip966_small"), view_keep="first")
+
+
+def test_check_view_keep_first_says_so_and_other_engines_refuse_it(tmp_path):
+    code, out, _ = run_cli("check", "replication", "--config", "p1", "--view-keep", "first", "--json", "--out", tmp_path)
+    stats = json.loads(out)["stats"]
+    assert code == 0 and (stats["distinct"], stats["view_keep"]) == (TLC["p1"][0], "first")
+    code, out, err = run_cli("check", "replication", "--config", "p1", "--engine", "spark", "--view-keep", "first",
+                             "--out", tmp_path)
+    assert code == 2 and not out and err.startswith("error: --view-keep applies to the bfs engine")
+    assert len(err.splitlines()) == 1
+    code, _, err = run_cli("check", "replication", "--config", "kip966_small", "--view-keep", "first", "--out", tmp_path)
+    assert code == 2 and err.startswith("error: --view-keep first") and len(err.splitlines()) == 1
 
 
 def test_exact_search_dedupes_on_the_view_too():

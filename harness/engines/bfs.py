@@ -336,6 +336,8 @@ def explore(
         "peak_rss_bytes": peak_rss_bytes(),
         "fingerprints": "exact" if exact else "64-bit",
     }
+    if model.view is not None:
+        result.stats["view_keep"] = view_keep
     if not exact:
         result.stats["collision_probability"] = collision_probability(distinct, generated)
         result.stats["visited_bytes_per_state"] = round(visited.nbytes / max(distinct, 1), 1)
