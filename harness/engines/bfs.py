@@ -42,7 +42,8 @@ def representative(model: Model, state: tuple, candidate: tuple) -> bool:
     """Under a view, whether `candidate` replaces `state` as the kept state of their common view: the one
     with the smaller `Model.tie` (a hash of what the view leaves out, or of the whole state). Every engine
     keeps, of the states with one view that the first level reaching it holds, this one, so counts and
-    traces do not depend on the order of the search (BFS's expansion order, Spark's shards)."""
+    traces do not depend on the order of the search (BFS's expansion order, Spark's shards); BFS with
+    `view_keep="first"` keeps the first found instead, as TLC."""
     return model.tie(candidate) < model.tie(state)
 
 

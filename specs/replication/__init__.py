@@ -849,7 +849,7 @@ EXPECTED = {"kip966_loss": "NoCommittedRecordLostGlobally: with MinISR 1, the on
 # splits `Next` into one action per broker and disjunct (`\E b \in Brokers` outermost, then the disjuncts
 # in order, PerformPartitionReassignment last) and generates each action's successors in the order of its
 # quantifier domains: integers ascending, SUBSET as a binary counter (the bitmask order of
-# `broker_sets`), and the message set in TLC's value order (`tlc_message_key`).
+# `broker_sets`), and the message set in TLC's value order (`TLC_MESSAGE_KEY`).
 
 RECEIVED = {"ReceiveBrokerRegResponse": REG_RESP, "ReceiveAlterPartitionResponse": AP_RESP,
             "ReceiveFetchRequest": FETCH_REQ, "ReceiveFetchResponse": FETCH_RESP,
@@ -861,8 +861,8 @@ RECEIVED = {"ReceiveBrokerRegResponse": REG_RESP, "ReceiveAlterPartitionResponse
 # interned, which is the order they first occur in the text of kafka_replication_v3_5.tla (comments
 # aside; checked on every record TLC prints); a set by its size, then its members; a sequence by its
 # length, then its elements; a model value before any other value. Below, each message is the tuple of
-# its record's values in TLC's field order (`type` and `dest` of a request, equal for every candidate
-# of one action, left out), a model value as (0, its rank), the record beside it as (1, its key).
+# its record's values in TLC's field order (leaving out those equal for every candidate of one action:
+# `type`, a request's `dest`), a model value beside other values as (0, its rank), the others as (1, key).
 TLC_ERROR_RANK = {NO_ERROR: 0, UNKNOWN_LEADER_EPOCH: 1, FENCED_LEADER_EPOCH: 2, NOT_LEADER_OR_FOLLOWER: 3,
                   INELIGIBLE_REPLICA: 4}  # Nil ... NotLeaderOrFollower in the text; IneligibleReplica after it
 
@@ -887,7 +887,7 @@ def _tlc_fetch_response(r: FetchResponse) -> tuple:
 
 
 TLC_MESSAGE_KEY = {
-    # type, broker_id, incarnation_id, dest, source
+    # type, broker_id, incarnation_id, dest, source (its broker_id)
     REG_REQ: lambda r: (r.broker_id, r.incarnation_id),
     # type, incarnation_id, dest, source, broker_epoch, metadata_offset
     REG_RESP: lambda r: (r.incarnation_id, r.dest, r.broker_epoch, r.metadata_offset),
