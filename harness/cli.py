@@ -29,6 +29,7 @@ from harness import interrupt, streams
 from harness.files import check_writable_dir, path_problem, write_atomic
 from harness.errors import BadInput, LimitReached
 from harness.interrupt import Interrupted
+from harness.model import VIEW_KEEP
 
 
 
@@ -106,6 +107,7 @@ ENGINE_OPTIONS = {
     "time_limit": ("bfs", "spark"),
     "keep_going": ("bfs", "spark"),
     "check_reads": ("bfs",),
+    "view_keep": ("bfs",),
     "profile": ("hypothesis",),
     "examples": ("hypothesis",),
     "steps": ("hypothesis",),
@@ -173,6 +175,9 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
               callback=lambda ctx, param, v: _not_nan(v, "--time-limit"))
 @click.option("--continue", "keep_going", is_flag=True, help=_engines("keep_going") + "collect one shortest trace per violated property")
 @click.option("--check-reads", is_flag=True, help=_engines("check_reads") + "evaluate every invariant everywhere and check the reads= hints")
+@click.option("--view-keep", type=click.Choice(VIEW_KEEP), default="tie", show_default=True, metavar="|".join(VIEW_KEEP),
+              help=_engines("view_keep") + "under a view, the state kept of those with one view: tie (the smallest hash of "
+              "the hidden fields, whatever the order) or first (the first found in TLC's order, as TLC keeps)")
 @click.option("--profile", default="ci", show_default=True, help=_engines("profile") + "settings profile (ci, nightly, dev)")
 @click.option("--examples", type=click.IntRange(min=1), default=None, help=_engines("examples") + "runs to generate")
 @click.option("--steps", type=click.IntRange(min=1), default=None, help=_engines("steps") + "steps per run")
@@ -193,7 +198,7 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
               help=_engines("depth") + "bound of the bounded model check (abstract steps)")
 @click.pass_context
 def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_json, quiet, progress_every, seed, exact,
-          no_deadlock, max_states, max_depth, time_limit, keep_going, check_reads, profile, examples, steps, master,
+          no_deadlock, max_states, max_depth, time_limit, keep_going, check_reads, view_keep, profile, examples, steps, master,
           partitions, checkpoint, resume, spark_levels_only, executor_wait, checkpoint_every, depth) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation.
 
@@ -243,7 +248,7 @@ def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_
         with _progress(quiet) as progress:
             result = bfs.explore(model, exact=exact, max_states=max_states, max_depth=max_depth, time_limit=time_limit,
                                  keep_going=keep_going, check_deadlock=not no_deadlock, progress=progress,
-                                 check_reads=check_reads)
+                                 check_reads=check_reads, view_keep=view_keep)
     write_counterexamples(model, result, Path(out), seed)
     if as_json:
         print(json.dumps(summary(model, result), indent=1))
@@ -355,6 +360,8 @@ def _print_result(model, result) -> None:
     out.print("  " + ", ".join(bits))
     if "collision_probability" in s:
         out.print(f"  fingerprint collision probability (optimistic, n*(g-n)/2^64): {s['collision_probability']:.1e}")
+    if s.get("view_keep") == "first":
+        out.print("  under the view: the first state found per view was kept, in TLC's order (--view-keep first)")
     if result.coverage:
         table = Table("rule", "distinct", "generated", title="coverage", title_justify="left", box=None, padding=(0, 2))
         for rule, c in result.coverage.items():

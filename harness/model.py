@@ -46,6 +46,12 @@ __all__ = ["MASK64", "MAX_BUDGET", "NO_MUTATION", "UNMUTATED", "Action", "Config
 MASK64 = (1 << 64) - 1
 
 
+# What a search keeps under a view, of the states with one view that the first level reaching it holds:
+# "tie", the one with the smallest `Model.tie` (whatever the search order); "first", the first found in
+# TLC's exploration order (`Model.successors_in_tlc_order`), as TLC does.
+VIEW_KEEP = ("tie", "first")
+
+
 def fingerprint(state: tuple) -> int:
     """64-bit fingerprint of a state: CPython's structural tuple hash (a signed 64-bit int).
 
@@ -216,6 +222,11 @@ class Spec:
     # Optional with a view: the projection the graph engine tells states apart by (default: `view`). A view that
     # drops budget counters (as TLA+ VIEWs do) makes a budgeted fault look repeatable on a cycle: a lasso no run has.
     liveness_view: Callable | None = None
+    # Optional with a view: the order TLC generates a state's successors in (its `Next` disjuncts, its
+    # quantifier domains in TLC's value order), for a search that keeps the first state found per view as
+    # TLC does (`bfs.explore(view_keep="first")`): `tlc_order(model)` returns `order(state, successors)`,
+    # the (action index, next state) pairs reordered. None: the action table's order.
+    tlc_order: Callable | None = None
     # How the explorer draws a state as the protocol reads (`@spec.protocol_view`): `fn(cfg, state) -> dict`
     # of plain data whose "kind" names a template of harness/explore. Engines never call it. None: a tree.
     protocol_view_fn: Callable | None = None
@@ -574,6 +585,14 @@ class Model:
                     if nxt is not None:
                         out.append((index, nxt))
         return out
+
+    def successors_in_tlc_order(self) -> Callable[[tuple], list[tuple[int, tuple]]]:
+        """`successors`, in the order TLC generates them if the spec declares it (`Spec.tlc_order`; it may
+        refuse a config, BadInput), else in action-table order."""
+        if self.spec.tlc_order is None:
+            return self.successors
+        order, successors = self.spec.tlc_order(self), self.successors
+        return lambda state: order(state, successors(state))
 
     def apply(self, state: tuple, action: Action) -> tuple | None:
         """The next state of one labelled action, or None if it is not enabled (or unknown)."""

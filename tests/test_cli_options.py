@@ -14,7 +14,8 @@ from conftest import ROOT, run_cli
 # A valid value for each engine-specific option (flags take none).
 VALUES = {"seed": ["--seed", "1"], "exact": ["--exact"], "no_deadlock": ["--no-deadlock"],
           "max_states": ["--max-states", "10"], "max_depth": ["--max-depth", "2"], "time_limit": ["--time-limit", "5"],
-          "keep_going": ["--continue"], "check_reads": ["--check-reads"], "profile": ["--profile", "ci"],
+          "keep_going": ["--continue"], "check_reads": ["--check-reads"], "view_keep": ["--view-keep", "first"],
+          "profile": ["--profile", "ci"],
           "examples": ["--examples", "2"], "steps": ["--steps", "2"], "master": ["--master", "local[1]"],
           "partitions": ["--partitions", "2"], "checkpoint": ["--checkpoint", "ck"], "resume": ["--resume"],
           "spark_levels_only": ["--every-level-on-spark"], "executor_wait": ["--executor-wait", "5"],

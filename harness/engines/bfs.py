@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from harness.errors import BadInput
-from harness.model import Model
+from harness.model import VIEW_KEEP, Model
 from harness.speed import cycle_collector_paused
 from harness.result import CheckResult, Violation
 from harness.trace import Outcome
@@ -42,27 +42,30 @@ def representative(model: Model, state: tuple, candidate: tuple) -> bool:
     """Under a view, whether `candidate` replaces `state` as the kept state of their common view: the one
     with the smaller `Model.tie` (a hash of what the view leaves out, or of the whole state). Every engine
     keeps, of the states with one view that the first level reaching it holds, this one, so counts and
-    traces do not depend on the order of the search (BFS's expansion order, Spark's shards)."""
+    traces do not depend on the order of the search (BFS's expansion order, Spark's shards); BFS with
+    `view_keep="first"` keeps the first found instead, as TLC."""
     return model.tie(candidate) < model.tie(state)
 
 
-def reconstruct(model: Model, chain: list, key: Callable) -> Violation:
+def reconstruct(model: Model, chain: list, key: Callable, view_keep: str = "tie") -> Violation:
     """Turn a chain of keys (init first) into states and actions by re-executing the model. Under a
     view, a step takes, of the successors with the next key, the representative the search kept."""
+    by_tie = model.view is not None and view_keep == "tie"
+    expand = model.successors_in_tlc_order() if view_keep == "first" else model.successors
     init: dict = {}
     for s in model.init_states():
         k = key(s)
-        if k not in init or (model.view is not None and representative(model, init[k], s)):
+        if k not in init or (by_tie and representative(model, init[k], s)):
             init[k] = s  # the initial state with its key that the search kept
     state = init[chain[0]]
     states, actions = [state], [None]
     for nxt in chain[1:]:
         found = None
-        for index, t in model.successors(state):
+        for index, t in expand(state):
             if key(t) == nxt:
-                if found is None or (model.view is not None and representative(model, found[1], t)):
+                if found is None or (by_tie and representative(model, found[1], t)):
                     found = (index, t)
-                if model.view is None:
+                if not by_tie:
                     break
         if found is None:  # a fingerprint collision or a non-deterministic rule would land here
             raise RuntimeError(f"cannot re-execute the trace at step {len(states)}: rules must be deterministic")
@@ -98,10 +101,14 @@ def explore(
     check_deadlock: bool = True,
     progress: Callable[[dict], None] | None = None,
     check_reads: bool = False,
+    view_keep: str = "tie",
 ) -> CheckResult:
     """`check_reads` (a debugging aid for spec authors) evaluates every invariant on every state, and
     fails (BadInput) where one declared with `reads=` changes value although the fields it declares
-    did not: its `reads=` is incomplete, and the normal search would have skipped a violation."""
+    did not: its `reads=` is incomplete, and the normal search would have skipped a violation.
+    `view_keep` (one of VIEW_KEEP) says which state of a view the search keeps."""
+    if view_keep not in VIEW_KEEP:
+        raise BadInput(f"view_keep must be one of {', '.join(VIEW_KEEP)}, not {view_keep!r}")
     # The builtin hash (no Python frame per state), or the hash of the spec's view; exact: the state or its view.
     key = ((lambda s: s) if model.view is None else model.view) if exact else model.fingerprint
     # The keys of a batch of states, in C where it can be (no Python frame per state).
@@ -148,7 +155,10 @@ def explore(
             found[prop] = chain_to(number)
         return not keep_going
 
-    viewed = model.view is not None
+    # Keeping the first state found is the search without a view on the view's keys: a successor found
+    # again in its level is dropped (the expansion order is TLC's).
+    viewed = model.view is not None and view_keep == "tie"
+    expand = model.successors_in_tlc_order() if view_keep == "first" else model.successors
     tie_part = model.tie_part  # what `Model.tie` hashes
     # A level is a list of states, in the order found: the state at position i has number base + i.
     frontier: list = []
@@ -190,7 +200,7 @@ def explore(
             parents = frontier[at:at + BATCH_PARENTS]
             successors, offsets = [], [0]
             for s in parents:
-                successors += model.successors(s)
+                successors += expand(s)
                 offsets.append(len(successors))
             keys = keys_of(map(second, successors))
             known, first = visited.classify(keys)
@@ -313,7 +323,7 @@ def explore(
     # Complete: every reachable state (within the model's own bounds) was visited.
     result = CheckResult(engine="bfs", complete=stopped_by is None, stopped_by=stopped_by)
     for prop, chain in found.items():
-        v = reconstruct(model, chain, key)
+        v = reconstruct(model, chain, key, view_keep)
         v.outcome = Outcome("deadlock" if prop == "Deadlock" else "invariant", prop)
         result.violations.append(v)
     result.violations.sort(key=lambda v: (v.depth, v.outcome.property or ""))
@@ -327,6 +337,8 @@ def explore(
         "peak_rss_bytes": peak_rss_bytes(),
         "fingerprints": "exact" if exact else "64-bit",
     }
+    if model.view is not None:
+        result.stats["view_keep"] = view_keep
     if not exact:
         result.stats["collision_probability"] = collision_probability(distinct, generated)
         result.stats["visited_bytes_per_state"] = round(visited.nbytes / max(distinct, 1), 1)
