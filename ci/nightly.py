@@ -110,6 +110,8 @@ def run_model(name: str, folder: Path, seed: int) -> dict:
     if spec.symbolic is not None:
         from harness.engines import z3bmc, z3prove
 
+        if QUICK and "ci" in spec.presets:  # tiny may be a reading that is unsafe by design (kip435's KIP as written)
+            preset = "ci"
         model = spec.bind(spec.config(preset, mutation=CHANGES.get(name)))
         if getattr(spec.symbolic, "unsupported", lambda cfg: None)(model.config):
             preset = "ci"  # the nightly config is a variant the relation does not model (zk: kafka)
