@@ -6,8 +6,10 @@ only when it fails.
 
 from harness.bitset import as_set, members, size
 from harness.model import Violated
-from specs.replication import (FENCED, FOLLOWER, LEADER, NO_LEADER, NO_ROLE, RUNNING, STARTING, UNFENCED,
-                               VALUE_NAMES, State, partition_needs_action, pending_ap_response, spec)
+from specs.replication import spec
+from specs.replication.logic import partition_needs_action, pending_ap_response
+from specs.replication.state import (FENCED, FOLLOWER, LEADER, NO_LEADER, NO_ROLE, RUNNING, STARTING, UNFENCED,
+                                     VALUE_NAMES, State)
 
 
 def non_stale_leader(s: State, b: int) -> bool:
