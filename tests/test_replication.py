@@ -25,7 +25,7 @@ SPEC = load_spec("replication")
 # LeaderShrinkIsrLimit = 0, AvoidLastReplicaStanding = TRUE): distinct states, and TLC's depth, which
 # counts the states on the longest shortest path (ours counts the steps: one less).
 TLC = {"p1": (1_163, 25), "p3": (12_472, 29)}
-# More configs measured with TLC 2.18 (-workers 1; docs/ARCHITECTURE.md, "Parity with TLC", has the
+# More configs measured with TLC 2.18 (-workers 1; docs/models/replication.md, "Parity with TLC", has the
 # command line and the larger configs, too long for a test): (preset, settings) -> (distinct, TLC depth).
 B2 = {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 2}
 TLC_MEASURED = {
@@ -73,7 +73,7 @@ def test_the_counts_do_not_depend_on_the_successor_order(preset):
 @pytest.mark.parametrize("view_keep", ["tie", "first"])
 def test_both_ways_of_keeping_a_view_give_tlcs_counts_at_small_configs(name, view_keep):
     """The harness's counts against numbers measured with TLC itself (recorded here and in
-    docs/ARCHITECTURE.md; the test does not run TLC). At these configs keeping the first state found in
+    docs/models/replication.md; the test does not run TLC). At these configs keeping the first state found in
     TLC's order (TLC's own way) and the default (the smallest hash of the hidden fields) agree; at
     `fence` and at p1 with one unclean shutdown they do not (the docs give the three counts)."""
     preset, settings, (distinct, tlc_depth) = TLC_MEASURED[name]

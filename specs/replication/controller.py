@@ -137,7 +137,7 @@ def PerformPartitionReassignment(cfg, s: State, adding, removing, leader):
     if md.leader == NO_LEADER:
         # A leaderless partition gets an unfenced ISR member, in a new leader epoch, or stays leaderless (Kafka's
         # PartitionChangeBuilder). Before, a fenced one could be elected in the old epoch: no replica learns that
-        # it leads, and the new replica fetched from it for ever (docs/ARCHITECTURE.md, "Liveness triage").
+        # it leads, and the new replica fetched from it for ever (docs/models/replication.md, "Liveness triage").
         candidates = new.isr & s.con_unfenced
         if (leader == NO_LEADER) == bool(candidates) or leader != NO_LEADER and not candidates >> leader & 1:
             return None

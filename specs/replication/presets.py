@@ -5,7 +5,7 @@ P1 = {"broker_count": 3, "init_replication_factor": 3, "min_isr": 2, "init_isr_s
 RESTART_FAULTS = {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 1,
                   "clean_shutdown_limit": 1, "unclean_shutdown_limit": 1, "fence_broker_limit": 1}
 PRESETS = {
-    # the parity configs: TLC's distinct states and depth (with the VIEW) are in docs/ARCHITECTURE.md
+    # the parity configs: TLC's distinct states and depth (with the VIEW) are in docs/models/replication.md
     "p1": {**P1, "write_commit": "tla"},
     "p3": {"write_commit": "tla", "broker_count": 3, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 2,
            "reassignment_limit": 1},
@@ -25,7 +25,7 @@ PRESETS = {
     # MinISR = DataLossShutdownLimit: a committed record can be lost (the known limit of acks=all)
     "kip966_loss": {"kip966": True, "broker_count": 2, "init_replication_factor": 2, "min_isr": 1,
                     "init_isr_size": 2, "unclean_shutdown_limit": 1, "clean_shutdown_limit": 1},
-    # Liveness with the graph engine (every rule fires, 17,355 states; docs/ARCHITECTURE.md, "Liveness triage"): one
+    # Liveness with the graph engine (every rule fires, 18,676 states; docs/models/replication.md, "Liveness triage"): one
     # replica on two brokers, a reassignment adding the other, and one disruption of any kind
     "liveness": {"broker_count": 2, "init_replication_factor": 1, "min_isr": 1, "init_isr_size": 1,
                  "reassignment_limit": 1, "clean_shutdown_limit": 1, "unclean_shutdown_limit": 1, "fence_broker_limit": 1,
