@@ -27,13 +27,15 @@ SPEC = load_spec("replication")
 TLC = {"p1": (1_163, 25), "p3": (12_472, 29)}
 # More configs measured with TLC 2.18 (-workers 1; docs/models/replication.md, "Parity with TLC", has the
 # command line and the larger configs, too long for a test): (preset, settings) -> (distinct, TLC depth).
+# TLC runs the TLA+ GetCommitOffset: write_commit=tla, as the parity presets p1 and p3 set it.
 B2 = {"broker_count": 2, "init_replication_factor": 2, "min_isr": 1, "init_isr_size": 2}
+TLA = {"write_commit": "tla"}
 TLC_MEASURED = {
     "p1": ("p1", {}, TLC["p1"]),
     "p3": ("p3", {}, TLC["p3"]),
-    "tiny_unclean": ("tiny", {"unclean_shutdown_limit": 1}, (2_326, 30)),
-    "tiny_fence": ("tiny", {"fence_broker_limit": 1}, (5_966, 27)),
-    "b2_fence": ("tiny", {**B2, "fence_broker_limit": 1}, (1_260, 21)),
+    "tiny_unclean": ("tiny", {**TLA, "unclean_shutdown_limit": 1}, (2_326, 30)),
+    "tiny_fence": ("tiny", {**TLA, "fence_broker_limit": 1}, (5_966, 27)),
+    "b2_fence": ("tiny", {**TLA, **B2, "fence_broker_limit": 1}, (1_260, 21)),
 }
 
 
