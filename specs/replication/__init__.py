@@ -91,15 +91,14 @@ spec.mutation("ap_ignores_partition_epoch", rule="ReceiveAlterPartitionRequest",
                       f"({KAFKA_TLAPLUS}, ValidateAlterPartitionRequest: the partition epoch check)")
 
 
-
 @spec.init
 def init(cfg):
+    """The TLA+ `Init`: an established partition led by broker 1, the ISR {1..InitIsrSize}."""
     yield init_state(cfg)
 
 
-
-# The rules, one module per actor; they register themselves on `spec` as they are imported (each imports
-# `speed` for its candidates= hints). Then the order engines try them in: the order of the single module
+# The rules, one module per actor; they register themselves on `spec` as they are imported (those with
+# candidates= hints import `speed`). Then the order engines try them in: the order of the single module
 # before the split, which is `Next`'s with the kip966 shutdowns after v3.5's (it decides BFS's successor
 # order, its first-found states and the committed traces).
 from specs.replication import brokers, leaders, followers, faults, controller  # noqa: E402  registers the rules
