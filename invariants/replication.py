@@ -1,13 +1,16 @@
 """Properties of the `replication` model: the invariants and liveness properties of the TLA+
-specification's `v3_5_properties` module (kafka-tlaplus, v3.5), under the same names. A property's
+specification's `v3_5_properties` module (kafka-tlaplus, v3.5), under the same names, grouped
+as the protocol description's chapter 6 (Replication correctness) discusses them. A property's
 docstring is what it states; each returns True at once when it holds and builds a `Violated` reason
 only when it fails.
 """
 
 from harness.bitset import as_set, members, size
 from harness.model import Violated
-from specs.replication import (FENCED, FOLLOWER, LEADER, NO_LEADER, NO_ROLE, RUNNING, STARTING, UNFENCED,
-                               VALUE_NAMES, State, partition_needs_action, pending_ap_response, spec)
+from specs.replication import spec
+from specs.replication.logic import partition_needs_action, pending_ap_response
+from specs.replication.state import (FENCED, FOLLOWER, LEADER, NO_LEADER, NO_ROLE, RUNNING, STARTING, UNFENCED,
+                                     VALUE_NAMES, State)
 
 
 def non_stale_leader(s: State, b: int) -> bool:
@@ -19,6 +22,9 @@ def non_stale_leader(s: State, b: int) -> bool:
 def holds_value(s: State, b: int, v: int) -> bool:
     return any(r.value == v for r in s.partition_data[b - 1].log)
 
+
+# ---- Leader Completeness, and what elections need for it (kafka-tlaplus, v3.5, ch. 6 and §6.5: Leader Candidate
+# Completeness; §6.5.2: Replication Quorum Superset, the Maximal ISR)
 
 @spec.invariant(name="LeaderCompletenessProperty",
                 reads=("con_partition_metadata", "broker_state", "partition_data", "inv_true_hwm", "inv_pos_acked"))
@@ -73,6 +79,8 @@ def replication_quorum_superset(cfg, s: State):
     return True
 
 
+# ---- Log Matching (ch. 6): the replicas' logs, and the brokers' copies of the metadata log
+
 @spec.invariant(name="LogMatchingProperty", reads=("partition_data",))
 def log_matching(cfg, s: State):
     """Below both replicas' HWMs, any two replica logs hold the same value at each offset."""
@@ -99,6 +107,8 @@ def metadata_log_matching(cfg, s: State):
     return True
 
 
+# ---- what clients see (§6.1, linearizability): consumers' reads stay, acknowledged records stay somewhere
+
 @spec.invariant(name="ConsistentReadProperty",
                 reads=("con_partition_metadata", "partition_status", "partition_metadata", "partition_data",
                        "inv_consumed"))
@@ -120,6 +130,8 @@ def no_committed_record_lost_globally(cfg, s: State):
             return Violated(f"acknowledged value {VALUE_NAMES[v - 1]} is on no replica")
     return True
 
+
+# ---- KIP-966 (the kip966 variant): the quorum an unclean recovery would ask
 
 @spec.invariant(name="MinIsrRecoveryQuorum", reads=("con_partition_metadata",))
 def min_isr_recovery_quorum(cfg, s: State):
