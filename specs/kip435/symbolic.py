@@ -28,7 +28,7 @@ from __future__ import annotations
 import z3
 
 from harness.bitset import mask
-from harness.symbolic import all_mask, const, count, one_hot, within, zmax, zmin  # noqa: F401 (const: tests)
+from harness.symbolic import all_mask, count, one_hot, within, zmax, zmin
 
 SETS = ("CR", "F", "I", "L", "NR", "DR", "TR", "Ch", "Th", "Fh", "live")
 INTS = ("r", "min_isr", "step_isr", "step_r", "start_isr", "failures", "changes")

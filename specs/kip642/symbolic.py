@@ -36,7 +36,7 @@ from __future__ import annotations
 import z3
 
 from harness.bitset import mask
-from harness.symbolic import all_mask, const, count, one_hot, within  # noqa: F401 (const: tests)
+from harness.symbolic import all_mask, count, one_hot, within
 from specs.kip642.logic import target_of, voters_of
 from specs.kip642.state import LEADER, VOTER_ASSIGNMENT
 
