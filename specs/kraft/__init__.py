@@ -14,13 +14,8 @@ model (this package, `invariants/kraft.py`) they are cited in short form:
   handling of AlterPartition errors (`Partition.handleAlterPartitionError`);
 * "TLA+: Name" names the action of kafka-tlaplus's kafka_replication_kip_966.tla a rule corresponds to.
 
-Each rule reads like those TLA+ actions: a docstring naming who acts and the protocol step, then
-its enabling conditions (a rule returns None where it is not enabled), then the next state.
-
-Who acts: the controller (reassignment, cancellation, AlterPartition handling, fencing, elections:
-`controller.py`), the brokers (learning metadata, producing, fetching, advancing the high
-watermark, proposing ISR changes, restarting: `brokers.py`) and the faults (clean and unclean
-shutdowns, permanent failures: `faults.py`). One partition; brokers 1..N.
+Each rule reads like those TLA+ actions: its docstring says who acts, when it is enabled (a rule
+returns None where it is not) and the next state. One partition; brokers 1..N.
 
 Abstractions (see docs/models/kraft.md):
 * Records are identified by (offset, leader epoch); a log is the tuple of the epochs its records
@@ -34,9 +29,12 @@ Abstractions (see docs/models/kraft.md):
 * An unclean shutdown loses the unflushed suffix of the log when the broker restarts (the
   `keep` parameter of `restart_after_unclean_shutdown` is how much was flushed).
 
-Layout: this module assembles the spec; `state.py` holds the records, enums and config,
-`presets.py` the presets, `logic.py` the pure protocol logic, `speed.py` the measured speed
-helpers, `view.py` the explorer's drawing, `symbolic.py` the Z3 form.
+Layout (docs/models/kraft.md): this module assembles the spec. The rules are in `controller.py`
+(reassignment, cancellation, AlterPartition handling, fencing, elections), `brokers.py` (learning
+metadata, producing, fetching, advancing the HWM, proposing ISR changes, restarting) and `faults.py`
+(clean and unclean shutdowns, permanent failures); `state.py` holds the records, enums and config,
+`presets.py` the presets, `logic.py` the pure protocol logic, `speed.py` the measured speed helpers,
+`view.py` the explorer's drawing, `symbolic.py` the Z3 form.
 """
 
 from __future__ import annotations
@@ -90,7 +88,6 @@ spec.mutation("elr_not_populated", rule="fence", caught_at="tiny-fence",
               removes="KIP-966's ELR: replicas leaving an ISR below MinISR become eligible leader replicas")
 spec.mutation("keep_unclean_in_elr", rule="restart_after_unclean_shutdown",
               removes="the ELR removal: a broker restarting after an unclean shutdown stays in the ELR (KIP-966)")
-
 
 
 @spec.init

@@ -25,7 +25,7 @@ PRESETS = {
     # (follower 2 not yet in the ISR), a record, a cancellation, and one disruption of any kind.
     "ci": {"isr": [1], "max_records": 1, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_permanent_failures": 1,
            "max_disruptions": 1},
-    # Liveness with the graph engine (every rule fires, 61,036 states; docs/ARCHITECTURE.md, "Liveness triage"):
+    # Liveness with the graph engine (every rule fires, 61,036 states; docs/models/kraft.md, "Liveness"):
     # the move [1,2] -> [2] of an under-replicated partition (follower 2 not yet in the ISR, MinISR 1), a record,
     # a cancellation, and one disruption of any kind, a permanent failure included.
     "liveness": {"brokers": 2, "replicas": [1, 2], "isr": [1], "targets": [[2]], "min_isr": 1, "max_records": 1,
@@ -39,7 +39,7 @@ PRESETS = {
                 "max_records": 2},
     # Faults of every kind together (for the Spark engine): fencing or clean shutdown, power loss, ISR shrink.
     "faults": {"max_unclean_shutdowns": 1, "max_shrinks": 1},
-    # Known-unsafe configurations (expected counterexamples, see `expected` below).
+    # Known-unsafe configurations (expected counterexamples, see EXPECTED below).
     "unclean-election-loss": {"unclean": True, "max_faults": 2},
     "last-replica-standing": {"elr": False, "max_unclean_shutdowns": 2},
     "kafka-cancel-without-elr": {"completion": "kafka", "elr": False, "isr": [1], "max_records": 1,
