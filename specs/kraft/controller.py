@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from harness.bitset import bit
 from specs.kraft import spec
-from specs.kraft.logic import alter_partition_verdict, commit_partition, in_progress, may_disrupt, seed_cancel_refused, \
-    with_broker
+from specs.kraft.logic import (alter_partition_verdict, commit_partition, in_progress, may_disrupt, seed_cancel_refused,
+                               with_broker)
 from specs.kraft.speed import (acceptable, broker_facts, kafka_build, kafka_cancel, kafka_reassign, rules_of,
                                seed_alter_isr, seed_cancel, seed_clean_election, seed_reassign, seed_remove_broker,
                                seed_unclean_election, some_broker_is, update_broker)
@@ -118,7 +118,8 @@ def handle_alter_partition(cfg, s, leader, new_leader):
 
 def remove_broker(cfg, s: State, broker: int, new_leader: int, unclean_shutdown: int = 0) -> Partition | None:
     """The controller takes `broker` out of the ISR (fencing, shutdown: `fence` and the faults) and
-    re-elects if it led [kafka-tlaplus v3.5 §2.8, §2.9.1] (Kafka: `ReplicationControlManager.generateLeaderAndIsrUpdates`).
+    re-elects if it led [kafka-tlaplus v3.5 §2.8, §2.9.1] (Kafka:
+    `ReplicationControlManager.generateLeaderAndIsrUpdates`).
     Returns the partition unchanged if the broker had no part in it, None if `new_leader` is not a legal pick."""
     p, rules = s.partition, rules_of(cfg)
     live = acceptable(s) & ~bit(broker)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from harness.bitset import as_list, as_set, bit
 from harness.itf import OptId
 from specs.kraft import spec
-from specs.kraft.state import AWAITING_METADATA, BROKER_STATUS, FENCED, NO_RESPONSE_YET, RESPONSE_STATUS, KraftConfig, State
+from specs.kraft.state import (AWAITING_METADATA, BROKER_STATUS, FENCED, NO_RESPONSE_YET, RESPONSE_STATUS, KraftConfig,
+                               State)
 
 
 @spec.protocol_view
