@@ -10,10 +10,10 @@ from __future__ import annotations
 from harness.bitset import bit, size
 from specs.kraft import spec
 from specs.kraft.logic import acts_as_leader, commit_partition, fresh_broker, may_disrupt, with_broker
-from specs.kraft.speed import (acceptable, after_fetch, broker_after_learning, broker_facts, kafka_build, no_request,
+from specs.kraft.speed import (acceptable, after_fetch, broker_after_learning, broker_facts, kafka_build,
                                rules_of, set_brokers, set_request, some_broker_is, update_broker)
-from specs.kraft.state import (ACCEPTED, AWAITING_METADATA, CRASHED, FENCED, INELIGIBLE_REPLICA, NO_RESPONSE,
-                               NO_RESPONSE_YET, OFFLINE, AlterPartition, Response, State, brokers)
+from specs.kraft.state import (ACCEPTED, AWAITING_METADATA, CRASHED, FENCED, INELIGIBLE_REPLICA, NO_REQUEST,
+                               NO_RESPONSE, NO_RESPONSE_YET, OFFLINE, AlterPartition, Response, State, brokers)
 
 
 @spec.rule(broker=brokers, fair=True)
@@ -228,7 +228,7 @@ def handle_alter_partition_response(cfg, s, leader):
     r = b.response
     if not NO_RESPONSE_YET < r.status < AWAITING_METADATA:
         return None
-    done = set_request(b, no_request(cfg.brokers), NO_RESPONSE)
+    done = set_request(b, NO_REQUEST[cfg.brokers], NO_RESPONSE)
     if b.status < FENCED or b.known_leader != leader or b.known_partition_epoch != b.pending.partition_epoch:
         new = done  # no longer leads, or learned newer metadata since sending: ignore the response
     elif r.status == ACCEPTED and r.leader_epoch == b.known_leader_epoch:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from harness.bitset import bit, mask, members, size
 from specs.kraft.state import (ACCEPTED, AWAITING_METADATA, FENCED, GONE, INELIGIBLE_REPLICA, NO_LEADER, NO_RESPONSE,
                                STALE_REQUEST, UNFENCED, AlterPartition, Broker, Budget, Partition, Rules, State,
-                               brokers, no_request)
+                               NO_REQUEST, brokers)
 
 # -------------------------------------------------------------------------------------- helpers
 
@@ -393,7 +393,7 @@ def acts_as_leader(s: State, leader: int) -> Broker | None:
 def fresh_broker(n: int, status: int, epoch: int, log: tuple, hwm: int) -> Broker:
     """A broker that knows no metadata and holds no leader state."""
     zeros = (0,) * n
-    return Broker(status, epoch, log, hwm, NO_LEADER, 0, 0, 0, 0, 0, 0, zeros, zeros, 0, no_request(n), NO_RESPONSE)
+    return Broker(status, epoch, log, hwm, NO_LEADER, 0, 0, 0, 0, 0, 0, zeros, zeros, 0, NO_REQUEST[n], NO_RESPONSE)
 
 
 def forgotten(n: int, b: Broker) -> Broker:
@@ -420,7 +420,7 @@ def broker_after_learning(n: int, broker: int, b: Broker, p: Partition, truncate
     was_leader = b.known_leader == broker
     new = learned(b, p)
     if b.response.status == AWAITING_METADATA:
-        new = new._replace(pending=no_request(n), response=NO_RESPONSE)
+        new = new._replace(pending=NO_REQUEST[n], response=NO_RESPONSE)
     if not new.known_replicas & bit(broker) and not keep_removed_log:  # removed: delete the partition
         return forgotten(n, b)
     zeros = (0,) * n

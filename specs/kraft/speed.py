@@ -3,7 +3,9 @@
 Each was kept because a profile of BFS on `kraft --config ci` showed its cost, and each was measured:
 the figures are in docs/PERFORMANCE.md, "BFS throughput (kraft ci)" (sessions 13-15). The rules import
 the fast forms from here (the memoized controller and broker functions of `specs.kraft.logic`, the
-positional setters, the per-state broker facts), so each is a module global where it is called.
+positional setters, the per-state broker facts), so each is a module global where it is called. One
+measure is a constant of `specs.kraft.state`, where the pure logic reaches it too: `NO_REQUEST`, the empty
+AlterPartition request shared per broker count.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from harness.speed import fast_replace, memoized, per_state, setter
-from specs.kraft import logic, state
+from specs.kraft import logic
 from specs.kraft.logic import with_broker
 from specs.kraft.state import (AWAITING_METADATA, FENCED, UNFENCED, AlterPartition, Broker, Budget, KraftConfig,
                                Partition, Response, Rules, State)
@@ -22,8 +24,6 @@ fast_replace(Partition, AlterPartition, Response, Broker, Budget, State)
 set_brokers = setter(State, "brokers")
 # handle_alter_partition_response clears a request and its response on about 15% of all successors.
 set_request = setter(Broker, "pending", "response")
-# ... and builds the empty request each time: one shared object per broker count.
-no_request = memoized(state.no_request)
 # 98% of learn_metadata steps meet a (broker, partition) pair seen before: computed once per pair.
 broker_after_learning = memoized(logic.broker_after_learning)
 # Most non-diverging fetches repeat a (follower, leader) exchange seen before.

@@ -208,10 +208,9 @@ class State(NamedTuple):
     completed_below_min_isr: Annotated[bool, Bool()]  # a completion left ISR < MinISR
 
 
-def no_request(n: int) -> AlterPartition:
-    """No AlterPartition in flight (for a cluster of n brokers). The rules use the shared copies of
-    `specs.kraft.speed.no_request`."""
-    return AlterPartition(0, 0, 0, (0,) * n)
+# No AlterPartition in flight, by cluster size (NO_REQUEST[n] for n brokers): one shared object per broker
+# count, as the rules clear a request on about 15% of all successors (docs/PERFORMANCE.md, session 15).
+NO_REQUEST = tuple(AlterPartition(0, 0, 0, (0,) * n) for n in range(MAX_BROKERS + 1))
 
 
 NO_RESPONSE = Response(NO_RESPONSE_YET, 0, 0, 0)
