@@ -11,9 +11,11 @@ holds, and only when it fails builds a `Violated` reason naming the broker, offs
 replicas that break it.
 """
 
+from harness.bitset import as_list, as_set, mask, size
 from harness.model import Violated
-from specs.kraft import FENCED, State, as_list, as_set, gone, spec
-from specs.kraft.controller import mask, size
+from specs.kraft import spec
+from specs.kraft.logic import gone
+from specs.kraft.state import FENCED, State
 
 
 def has_prefix(log: tuple, prefix: tuple) -> bool:

@@ -8,9 +8,9 @@ from hypothesis import given, settings, strategies as st
 
 from harness.engines import z3prove
 from harness.registry import load_spec
-from specs.kraft import controller as ctl
+from specs.kraft import logic
 from specs.kraft import symbolic as sym
-from specs.kraft.controller import Partition, Rules
+from specs.kraft.state import Partition, Rules
 
 SPEC = load_spec("kraft")
 MODEL = SPEC.bind(SPEC.config("tiny"))
@@ -21,13 +21,13 @@ SUBSETS = [sum(1 << b for b in combo) for k in range(N + 1) for combo in itertoo
 
 
 def concrete(s: dict, p: Partition, live: int) -> list:
-    vals = {"R": ctl.mask(p.replicas), "I": p.isr, "E": p.elr, "A": p.adding, "M": p.removing,
+    vals = {"R": logic.mask(p.replicas), "I": p.isr, "E": p.elr, "A": p.adding, "M": p.removing,
             "L": (1 << p.leader) if p.leader else 0, "live": live}
     return [s[k] == z3.BitVecVal(v, W) for k, v in vals.items()] + [s["le"] == p.leader_epoch, s["pe"] == p.partition_epoch,
                                                                     z3.Not(s["B"])]
 
 
-masks = st.sets(st.integers(1, N)).map(ctl.mask)
+masks = st.sets(st.integers(1, N)).map(logic.mask)
 
 
 @st.composite
@@ -50,14 +50,14 @@ def test_z3_invariant_evaluates_like_its_python_twin(prop, p):
 
 
 def key(p: Partition):
-    return (ctl.mask(p.replicas), p.isr, p.elr, p.adding, p.removing, p.leader, p.leader_epoch, p.partition_epoch)
+    return (logic.mask(p.replicas), p.isr, p.elr, p.adding, p.removing, p.leader, p.leader_epoch, p.partition_epoch)
 
 
 def outcome(p: Partition, q: Partition, rules: Rules, completes: bool = True) -> tuple:
     """key(q) and the history flag as the model's commit_partition sets it (from a state without
     it); cancellation does not complete a reassignment."""
-    ends = ctl.in_progress(p) or ctl.mask(p.replicas) != ctl.mask(q.replicas)  # in progress, or at once
-    ended_below = completes and ends and not ctl.in_progress(q) and ctl.size(q.isr) < rules.min_isr
+    ends = logic.in_progress(p) or logic.mask(p.replicas) != logic.mask(q.replicas)  # in progress, or at once
+    ended_below = completes and ends and not logic.in_progress(q) and logic.size(q.isr) < rules.min_isr
     return key(q) + (ended_below,)
 
 
@@ -66,37 +66,37 @@ def python_outcomes(rule: str, p: Partition, live: int, rules: Rules) -> set:
     picks = range(0, N + 1)
     if rule == "handle_alter_partition":
         for x in SUBSETS:
-            if not p.leader or x & ~ctl.mask(p.replicas) or not x >> p.leader & 1 or x & ~live:
+            if not p.leader or x & ~logic.mask(p.replicas) or not x >> p.leader & 1 or x & ~live:
                 continue
             for c in picks:
-                q = ctl.seed_alter_isr(p, x, rules, live, c)
+                q = logic.seed_alter_isr(p, x, rules, live, c)
                 out |= {outcome(p, q, rules)} if q else set()
     elif rule == "alter_partition_reassignments":
         for t in SUBSETS[1:]:
             for c in picks:
-                q = ctl.seed_reassign(p, tuple(ctl.members(t)), rules, live, c)
+                q = logic.seed_reassign(p, tuple(logic.members(t)), rules, live, c)
                 out |= {outcome(p, q, rules)} if q else set()
     elif rule == "remove_broker":
         for b in range(1, N + 1):
             if not ((p.isr | p.elr) >> b & 1 or p.leader == b):
                 continue
             for c in picks:
-                q = ctl.seed_remove_broker(p, b, rules, live & ~(1 << b), c)
+                q = logic.seed_remove_broker(p, b, rules, live & ~(1 << b), c)
                 out |= {outcome(p, q, rules)} if q else set()
     elif rule == "clean_election":
         for c in range(1, N + 1):
-            q = ctl.seed_clean_election(p, c, rules, live)
+            q = logic.seed_clean_election(p, c, rules, live)
             out |= {outcome(p, q, rules)} if q else set()
     elif rule == "unclean_election":
         for c in range(1, N + 1):
-            q = ctl.seed_unclean_election(p, c, rules, live)
+            q = logic.seed_unclean_election(p, c, rules, live)
             out |= {outcome(p, q, rules, completes=False)} if q else set()
     elif rule == "cancel_reassignment":
         for c in picks:
-            q = ctl.seed_cancel(p, rules, live, c)
+            q = logic.seed_cancel(p, rules, live, c)
             out |= {outcome(p, q, rules, completes=False)} if q else set()
     elif rule == "restart_after_unclean_shutdown":
-        for b in ctl.members(p.elr):
+        for b in logic.members(p.elr):
             out.add(outcome(p, p._replace(elr=p.elr & ~(1 << b), partition_epoch=p.partition_epoch + 1), rules))
     return out
 
@@ -153,12 +153,12 @@ def reachable_partitions(random_states=400):
     rnd = random.Random(0)
     while len(seen) < 27 + random_states:
         reps = tuple(sorted(rnd.sample(range(1, N + 1), rnd.randint(1, N))))
-        r = ctl.mask(reps)
+        r = logic.mask(reps)
         pick = lambda: rnd.choice(SUBSETS) & r  # noqa: E731
         isr, adding = pick(), pick()
         removing = pick() & ~adding
         elr = pick() & ~isr
-        leader = rnd.choice([0] + ctl.members(isr))
+        leader = rnd.choice([0] + logic.members(isr))
         p = Partition(reps, isr, elr, 0, leader, rnd.randint(1, 3), rnd.randint(1, 3), adding, removing, False)
         if all(MODEL.holds(n, BASE._replace(partition=p)) for n in SPEC.z3_invariants):
             seen.setdefault(key(p), p)

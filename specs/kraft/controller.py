@@ -1,392 +1,206 @@
-"""The KRaft controller's partition-change logic, as pure functions over partition metadata.
+"""The kraft model's controller rules: reassignment and its cancellation, AlterPartition handling,
+fencing and unfencing, elections (Kafka's `ReplicationControlManager`). The partition changes
+themselves are the pure functions of `specs.kraft.logic`, called in their memoized form.
 
-Citations as in `specs.kraft`: [kafka-tlaplus kip-966 §4.x] is the Kafka replication protocol
-description (kafka-tlaplus, kip-966), ch. 4 §4.x (partition reassignment); [kafka-tlaplus v3.5 §2.x]
-the same description (kafka-tlaplus, v3.5), ch. 2 §2.x (the replication algorithm). Kafka class and
-method names refer to apache/kafka at 1eb76443 (metadata module, package org.apache.kafka.controller).
-
-Two protocols live here, selected by the `completion` variant of the `kraft` spec:
-
-* `seed` (default) follows the protocol description, ch. 4 (kip-966) for reassignment and ch. 2
-  (v3.5) for replication: growth keeps the current replica order and appends the added
-  replicas; completion needs "every `adding` replica in the final ISR and the final ISR >= MinISR";
-  completion trims `removing` replicas from the ISR and the ELR and bumps the leader epoch every
-  time; where the description lets the controller pick any member of the new ISR as leader, the
-  pick is a parameter of the rule (`choice`), so every legal pick is explored.
-* `kafka` follows Kafka's controller exactly: `PartitionChangeBuilder.build()` in its order
-  (complete reassignment -> populate ELR -> elect -> leader-epoch triggers -> write ELR/ISR ->
-  last-known-leader -> record), the merged replica order `target ++ removing` of
-  `PartitionReassignmentReplicas`, the revert order `merged - adding` of
-  `PartitionReassignmentRevert`, the deterministic election order of `electAnyLeader`, the
-  effective MinISR `min(minISR, |replicas|)` of `ReplicationControlManager.getTopicEffectiveMinIsr`,
-  and the leader epoch bumped only on a leader change or a replica set that is not a superset.
-
-Broker sets are bitmasks (bit b = broker b). ISR order is not kept: Kafka's ISR order has no
-effect on any rule modelled here (elections iterate the replica list).
-Every function returns the new `Partition`, or None when the change is refused or is a no-op
-(Kafka's `build()` returning no record). Being pure, the rule entry points are memoized (the last
-section of this module): a search meets the same partition in many states.
+Citations as in `specs.kraft`: [kafka-tlaplus kip-966 §4.x] and [kafka-tlaplus v3.5 §2.x].
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NamedTuple
-
-from harness.bitset import bit, mask, members, size  # noqa: F401 (re-exported for the spec)
-from harness.itf import Bool, IdSet, Int, OptId, Seq
-from harness.model import UNMUTATED
-from harness.speed import memoized
-
-NO_LEADER = 0  # shown as -1 (Kafka's NO_LEADER) in traces
-
-
-class Partition(NamedTuple):
-    """Partition metadata as the controller stores it [kafka-tlaplus v3.5 §2.3], plus the ELR of KIP-966."""
-
-    replicas: Annotated[tuple, Seq(Int())]  # ordered broker ids
-    isr: Annotated[int, IdSet()]
-    elr: Annotated[int, IdSet()]
-    last_known_elr: Annotated[int, IdSet()]  # Kafka: the last leader, kept while the ISR is empty
-    leader: Annotated[int, OptId()]
-    leader_epoch: int
-    partition_epoch: int
-    adding: Annotated[int, IdSet()]
-    removing: Annotated[int, IdSet()]
-    recovering: Annotated[bool, Bool()]  # leader recovery state after an unclean election
+from harness.bitset import bit
+from specs.kraft import spec
+from specs.kraft.logic import (alter_partition_verdict, commit_partition, in_progress, may_disrupt, seed_cancel_refused,
+                               with_broker)
+from specs.kraft.speed import (acceptable, broker_facts, kafka_build, kafka_cancel, kafka_reassign, rules_of,
+                               seed_alter_isr, seed_cancel, seed_clean_election, seed_reassign, seed_remove_broker,
+                               seed_unclean_election, some_broker_is, update_broker)
+from specs.kraft.state import (ACCEPTED, FENCED, NO_RESPONSE_YET, PICK, UNFENCED, Partition, Response, State, brokers,
+                               leader_choices, target_text, targets)
 
 
-# -------------------------------------------------------------------------------------- helpers
+@spec.rule(target=targets, new_leader=leader_choices, format={"target": target_text, **PICK},
+           precondition=lambda cfg, s: s.budget.reassignments > 0, applies=lambda cfg: cfg.max_reassignments > 0)
+def alter_partition_reassignments(cfg, s, target, new_leader):
+    """Controller: an AlterPartitionReassignments request moves the partition to `target`
+    [kafka-tlaplus kip-966 §4.1, §4.2] (Kafka: `ReplicationControlManager.changePartitionReassignment`).
+    TLA+: PerformPartitionReassignment.
 
-
-def in_progress(p: Partition) -> bool:
-    """A reassignment is ongoing iff `adding` or `removing` is non-empty [kafka-tlaplus kip-966 §4.2]."""
-    return bool(p.adding or p.removing)
-
-
-class Rules(NamedTuple):
-    """The config switches the controller logic depends on."""
-
-    min_isr: int
-    elr: bool  # KIP-966 Eligible Leader Replicas enabled
-    unclean: bool  # unclean.leader.election.enable
-    mutated: Any = UNMUTATED  # the config's mutation flags (cfg.mutated)
-
-
-# ============================================================================================
-# The `seed` variant: the protocol description (kafka-tlaplus, kip-966 ch. 4 and v3.5 ch. 2)
-# ============================================================================================
-
-
-def seed_isr_change(p: Partition, new_isr: int, rules: Rules, unclean_shutdown: int = 0) -> tuple[int, int]:
-    """ISR and ELR after the ISR becomes `new_isr` [kafka-tlaplus v3.5 §2.8], with KIP-966's ELR.
-
-    With ELR: replicas leaving the ISR while it is below MinISR become eligible leaders; once the
-    ISR is back at MinISR the ELR is emptied. Without ELR the ISR never shrinks to empty: the
-    last replica standing stays in it [kafka-tlaplus v3.5 §2.8].
+    Who acts: the controller, on an admin client's AlterPartitionReassignments request.
+    Enabled when: the budget allows a reassignment and the change is not a no-op; the seed variant
+    starts only from a settled assignment.
+    Next: growth (replicas = current ++ added, `adding`/`removing` set, partition epoch + 1); with
+    nothing to add, the completion change at once if the completion rules hold.
     """
-    if not rules.elr:
-        return (new_isr or p.isr), 0
-    if size(new_isr) >= rules.min_isr:
-        return new_isr, 0
-    leaving = 0 if rules.mutated.elr_not_populated else p.isr
-    return new_isr, (p.elr | leaving) & ~new_isr & ~unclean_shutdown
-
-
-def seed_pick_leader(current: int, candidates: int, choice: int) -> int | None:
-    """The controller keeps a leader that stays a candidate; otherwise it may pick any candidate.
-
-    `choice` 0 means "keep the current leader, or no leader when there is no candidate".
-    Returns the leader, or None when `choice` is not a legal pick.
-    """
-    if current and candidates & bit(current):
-        return current if choice == 0 else None
-    if not candidates:
-        return NO_LEADER if choice == 0 else None
-    return choice if choice and candidates & bit(choice) else None
-
-
-def seed_final_isr(p: Partition, new_isr: int, rules: Rules) -> int | None:
-    """The final ISR if the completion rules of [kafka-tlaplus kip-966 §4.2] hold, else None.
-
-    Rules: (1) the final ISR >= MinISR; (2) every `adding` replica is in the final ISR.
-    """
-    final_isr = new_isr if rules.mutated.keep_removing_in_isr else new_isr & ~p.removing
-    if p.adding & ~final_isr:
-        return None
-    if size(final_isr & ~p.removing) < rules.min_isr and not rules.mutated.completion_ignores_min_isr:
-        return None
-    return final_isr
-
-
-def seed_complete(p: Partition, final_isr: int, rules: Rules, acceptable: int, choice: int) -> Partition | None:
-    """The completion partition change [kafka-tlaplus kip-966 §4.2, step 3]: replicas become the target, the ISR
-    and ELR lose the `removing` replicas, a removed leader is replaced by a member of the new ISR,
-    both epochs are bumped. None if `choice` is not a legal leader pick."""
-    replicas = tuple(r for r in p.replicas if not p.removing >> r & 1)
-    elr = 0 if size(final_isr) >= rules.min_isr or not rules.elr else p.elr & ~p.removing & ~final_isr
-    leader = seed_pick_leader(p.leader, final_isr & acceptable, choice)
-    if leader is None:
-        return None
-    bump = leader != p.leader or not rules.mutated.completion_no_epoch_bump
-    return Partition(replicas, final_isr, elr, 0, leader, p.leader_epoch + bump, p.partition_epoch + 1, 0, 0,
-                     p.recovering)
-
-
-def seed_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int, choice: int) -> Partition | None:
-    """AlterPartitionReassignments [kafka-tlaplus kip-966 §4.2]: growth, or immediate completion when
-    nothing is added."""
-    if in_progress(p):
-        return None  # the description reassigns from a settled assignment; replacing one is Kafka's (variant kafka)
-    current, wanted = mask(p.replicas), mask(target)
-    adding, removing = wanted & ~current, current & ~wanted
-    if not adding and not removing:
-        return None
-    if not adding:  # only removing [kafka-tlaplus kip-966 §4.1.2]: complete at once if the rules allow
-        started = p._replace(removing=removing)
-        final_isr = seed_final_isr(started, p.isr, rules)
-        if final_isr is not None:
-            return seed_complete(started, final_isr, rules, acceptable, choice)
-        return None if choice else started._replace(partition_epoch=p.partition_epoch + 1)
-    if choice:
-        return None
-    # Growth partition change: replicas = current ++ added (in target order); ISR, leader, LE unchanged.
-    replicas = p.replicas + tuple(r for r in target if adding >> r & 1)
-    return p._replace(replicas=replicas, adding=adding, removing=removing, partition_epoch=p.partition_epoch + 1)
-
-
-def seed_alter_isr(p: Partition, new_isr: int, rules: Rules, acceptable: int, choice: int) -> Partition | None:
-    """An accepted AlterPartition [kafka-tlaplus v3.5 §2.9.2]: the catch-up change, and completion in the same
-    atomic change [kafka-tlaplus kip-966 §4.2].
-    None if `choice` is not a legal leader pick, or if nothing changes."""
-    isr, elr = seed_isr_change(p, new_isr, rules)
-    caught_up = p._replace(isr=isr, elr=elr, recovering=False)
-    if in_progress(p):
-        final_isr = seed_final_isr(caught_up, isr, rules)
-        if final_isr is not None:
-            return seed_complete(caught_up, final_isr, rules, acceptable, choice)
-    if choice or caught_up == p:
-        return None
-    return caught_up._replace(partition_epoch=p.partition_epoch + 1)
-
-
-def seed_remove_broker(p: Partition, broker: int, rules: Rules, acceptable: int, choice: int,
-                       unclean_shutdown: int = 0) -> Partition | None:
-    """Fencing or shutdown of `broker` [kafka-tlaplus v3.5 §2.8, §2.9.1]: leave the ISR; re-elect if it led."""
-    new_isr, elr = seed_isr_change(p, p.isr & ~bit(broker), rules, unclean_shutdown)
-    elr &= ~unclean_shutdown
-    candidates = new_isr & acceptable & ~bit(broker)
-    current = p.leader if p.leader != broker else NO_LEADER
-    leader = seed_pick_leader(current, candidates, choice)
-    if leader is None:
-        return None
-    if (new_isr, elr, leader) == (p.isr, p.elr, p.leader):
-        return None
-    le = p.leader_epoch + (leader != p.leader)
-    return p._replace(isr=new_isr, elr=elr, leader=leader, leader_epoch=le, partition_epoch=p.partition_epoch + 1)
-
-
-def seed_clean_election(p: Partition, candidate: int, rules: Rules, acceptable: int) -> Partition | None:
-    """Leaderless partition: elect an ISR member [kafka-tlaplus v3.5 §2.8], or an ELR member when the ISR is
-    empty (KIP-966)."""
-    if p.leader or not acceptable & bit(candidate):
-        return None
-    if p.isr & bit(candidate):
-        return p._replace(leader=candidate, leader_epoch=p.leader_epoch + 1, partition_epoch=p.partition_epoch + 1)
-    if p.isr or not p.elr & bit(candidate):
-        return None
-    isr = bit(candidate)
-    elr = 0 if size(isr) >= rules.min_isr else p.elr & ~isr
-    return p._replace(isr=isr, elr=elr, leader=candidate, leader_epoch=p.leader_epoch + 1,
-                      partition_epoch=p.partition_epoch + 1)
-
-
-def seed_unclean_election(p: Partition, candidate: int, rules: Rules, acceptable: int) -> Partition | None:
-    """Leaderless with no clean candidate and unclean election enabled: any live replica leads
-    [kafka-tlaplus v3.5 §2.8]."""
-    if not rules.unclean or p.leader or not acceptable & bit(candidate) or candidate not in p.replicas:
-        return None
-    clean = p.isr if p.isr else p.elr
-    if clean & acceptable:
-        return None
-    return p._replace(isr=bit(candidate), elr=0, leader=candidate, leader_epoch=p.leader_epoch + 1,
-                      partition_epoch=p.partition_epoch + 1, recovering=True)
-
-
-def seed_cancel_refused(p: Partition, rules: Rules) -> bool:
-    """The controller refuses to cancel when the reverted ISR would be below MinISR, unless unclean
-    leader election is enabled [kafka-tlaplus kip-966 §4.5]."""
-    return size(p.isr & ~p.adding) < rules.min_isr and not rules.unclean
-
-
-def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Partition | None:
-    """Cancellation [kafka-tlaplus kip-966 §4.5]: revert to the original replicas and drop `adding` from the ISR.
-
-    Refused when the reverted ISR would be below MinISR, unless unclean leader election is
-    enabled: then the revert happens anyway, electing an ISR member, or, if the ISR is empty, any
-    live original replica (an unclean election: the partition enters leader recovery).
-    """
-    if not in_progress(p) or seed_cancel_refused(p, rules):
-        return None
-    isr = p.isr & ~p.adding
-    safe = size(isr) >= rules.min_isr
-    if choice and (isr & acceptable & bit(p.leader) or not acceptable & bit(choice)):
-        return None  # the leader stays, or the pick cannot lead: not a legal choice
-    replicas = tuple(r for r in p.replicas if not p.adding >> r & 1)
-    if not replicas:
-        return None  # nothing to revert to (unreachable: a reassignment starts from a non-empty assignment)
-    elr = 0 if safe or not rules.elr else (p.elr | p.isr) & ~p.adding & ~isr
-    recovering = p.recovering
-    if isr:
-        leader = seed_pick_leader(p.leader, isr & acceptable, choice)
+    p, rules = s.partition, rules_of(cfg)
+    if cfg.completion == "kafka":
+        new = kafka_reassign(p, cfg.targets[target], rules, acceptable(s)) if not new_leader else None
     else:
-        leader = seed_pick_leader(NO_LEADER, mask(replicas) & acceptable, choice)
-        if leader:
-            isr, elr, recovering = bit(leader), 0, True
-        elif not rules.elr:
-            isr = bit(replicas[0])  # without ELR the ISR is never empty
-    if leader is None:
+        new = seed_reassign(p, cfg.targets[target], rules, acceptable(s), new_leader)
+    if new is None:
         return None
-    le = p.leader_epoch + (bool(p.adding) or leader != p.leader)
-    return Partition(replicas, isr, elr, 0, leader, le, p.partition_epoch + 1, 0, 0, recovering)
+    return commit_partition(cfg, s, p, new, budget=s.budget._replace(reassignments=s.budget.reassignments - 1))
 
 
-# ============================================================================================
-# The `kafka` variant: Kafka's controller (ReplicationControlManager, PartitionChangeBuilder)
-# ============================================================================================
+def cancellable(cfg, s: State) -> bool:
+    """A cancellation is left in the budget and a reassignment is in progress; in the seed variant,
+    also one the controller would not refuse as unsafe (so the refused ones cost one test, not one
+    per leader choice)."""
+    p = s.partition
+    return (s.budget.cancels > 0 and in_progress(p)
+            and (cfg.completion == "kafka" or not seed_cancel_refused(p, rules_of(cfg))))
 
-ONLINE, UNCLEAN = "online", "unclean"
 
+@spec.rule(new_leader=leader_choices, format=PICK, precondition=cancellable, applies=lambda cfg: cfg.max_cancels > 0)
+def cancel_reassignment(cfg, s, new_leader):
+    """Controller: a cancellation reverts the ongoing reassignment [kafka-tlaplus kip-966 §4.5] (Kafka:
+    `ReplicationControlManager.cancelPartitionReassignment`, `PartitionReassignmentRevert`).
 
-def kafka_build(
-    p: Partition,
-    rules: Rules,
-    acceptable: int,
-    *,
-    target_isr: int,
-    target_replicas: tuple | None = None,
-    target_adding: int | None = None,
-    target_removing: int | None = None,
-    unclean_shutdown: int = 0,
-    recovered: bool = False,
-    election: str | None = None,
-) -> Partition | None:
-    """`PartitionChangeBuilder.build()`; None when the record would be a no-op. The election is UNCLEAN
-    when the topic allows it, unless the caller names one (a reassignment: always ONLINE)."""
-    election = election or (UNCLEAN if rules.unclean else ONLINE)
-    replicas = p.replicas if target_replicas is None else target_replicas
-    adding = p.adding if target_adding is None else target_adding
-    removing = p.removing if target_removing is None else target_removing
-    isr = target_isr
-
-    # 1. completeReassignmentIfNeeded (PartitionReassignmentReplicas.maybeCompleteReassignment)
-    if adding or removing:
-        trim = 0 if rules.mutated.keep_removing_in_isr else removing
-        new_isr = isr & ~trim
-        new_replicas = tuple(r for r in replicas if not removing >> r & 1)
-        complete = bool(new_isr) and bool(new_replicas) and not mask(new_replicas) & ~(new_isr & ~removing)
-        if complete:
-            isr, replicas, adding, removing = new_isr, new_replicas, 0, 0
-
-    # 2. maybePopulateTargetElr (effective MinISR = min(minISR, |replicas| before the change))
-    min_isr = min(rules.min_isr, len(p.replicas))
-    if not rules.elr:
-        elr = 0
-    elif size(isr) >= min_isr:
-        elr = 0
+    Who acts: the controller, on an admin client's cancellation (an AlterPartitionReassignments
+    request with no target).
+    Enabled when: a reassignment is in progress and the budget allows a cancellation; refused when
+    the reverted ISR would be below MinISR (Kafka: when it would be empty), unless unclean leader
+    election is enabled.
+    Next: the original replicas, the ISR without the `adding` replicas, a leader among them.
+    """
+    p, rules = s.partition, rules_of(cfg)
+    if cfg.completion == "kafka":
+        new = kafka_cancel(p, rules, acceptable(s)) if not new_leader else None
     else:
-        elr = (p.elr | p.isr) & ~isr & ~unclean_shutdown
+        new = seed_cancel(p, rules, acceptable(s), new_leader)
+    if new is None:
+        return None
+    return s._replace(partition=new, budget=s.budget._replace(cancels=s.budget.cancels - 1))
 
-    # 3. electLeader (electAnyLeader): current leader, first valid replica, last known leader, unclean
-    def valid(r: int) -> bool:
-        return bool((isr & bit(r) or (not isr and elr & bit(r))) and acceptable & bit(r))
 
-    leader, unclean_pick = NO_LEADER, False
-    if p.leader and valid(p.leader):
-        leader = p.leader
+def unanswered(cfg, s: State) -> bool:
+    """Some broker has an AlterPartition request the controller has not answered."""
+    return broker_facts(s.brokers).unanswered
+
+
+@spec.rule(leader=brokers, new_leader=leader_choices, format=PICK, fair=True, precondition=unanswered)
+def handle_alter_partition(cfg, s, leader, new_leader):
+    """Controller: handles the AlterPartition request `leader` sent [kafka-tlaplus v3.5 §2.9.2] (Kafka:
+    `ReplicationControlManager.alterPartition`). TLA+: ReceiveAlterPartitionRequest.
+
+    Who acts: the controller, on a leader's request.
+    Enabled when: `leader`'s request is unanswered.
+    Next: accepted only if the sender leads in the current leader epoch, the partition epoch
+    matches, the new ISR is made of replicas and contains the leader, and every member is eligible
+    (unfenced; an added replica with the broker epoch the leader saw: `alter_partition_verdict`).
+    Then catch-up and completion are one atomic partition change [kafka-tlaplus kip-966 §4.2], with
+    `new_leader` the controller's pick if completion removes the leader, and the response carries
+    the new ISR and epochs. Otherwise the response carries the error and nothing else changes.
+    """
+    b = s.brokers[leader - 1]
+    req = b.pending
+    if not req.isr or b.response.status != NO_RESPONSE_YET:
+        return None
+    p, rules = s.partition, rules_of(cfg)
+    live = acceptable(s)
+    verdict = alter_partition_verdict(cfg, s, leader, req, live)
+    if verdict != ACCEPTED:
+        if new_leader:
+            return None  # no partition change, so no leader pick
+        return update_broker(s, leader, b._replace(response=Response(verdict, 0, 0, 0)))
+    if cfg.completion == "kafka":
+        if new_leader:
+            return None
+        new = kafka_build(p, rules, live, target_isr=req.isr, recovered=True)
     else:
-        for r in replicas:
-            if valid(r):
-                leader = r
-                break
-        else:
-            if rules.elr and not isr and not elr and size(p.last_known_elr) == 1:
-                leader, unclean_pick = members(p.last_known_elr)[0], True  # acceptability not enforced
-            elif election == UNCLEAN:
-                for r in replicas:
-                    if acceptable & bit(r):
-                        leader, unclean_pick = r, True
-                        break
-    recovering = False if recovered else p.recovering
-    lkl = p.last_known_elr
-    if leader != p.leader:  # tryElection
-        if leader and elr & bit(leader):
-            isr, elr = bit(leader), elr & ~bit(leader)
-        if unclean_pick:
-            isr, elr, lkl = bit(leader), 0, 0
-            recovering = True
+        new = seed_alter_isr(p, req.isr, rules, live, new_leader)
+        if new is None and (new_leader or req.isr != p.isr or p.recovering):
+            return None  # not a legal leader pick
+    after = new or p  # None: accepted, and the partition already is what the leader asks for
+    s = update_broker(s, leader, b._replace(response=Response(ACCEPTED, after.isr, after.leader_epoch,
+                                                               after.partition_epoch)))
+    return commit_partition(cfg, s, p, new) if new is not None else s
 
-    # 4. leader-epoch triggers: a leader change, or a replica set that is not a superset
-    bump = leader != p.leader or bool(mask(p.replicas) & ~mask(replicas)) and not rules.mutated.completion_no_epoch_bump
 
-    # 5. ISR write: without ELR an empty ISR is not written (the last replica stays)
-    if not isr and not rules.elr:
-        isr = p.isr
-    if size(isr) >= min_isr and rules.elr:
-        lkl = 0
-    # 6. maybeUpdateLastKnownLeader (useLastKnownLeaderInBalancedRecovery)
-    if rules.elr and not isr and p.leader and lkl != bit(p.leader):
-        lkl = bit(p.leader)
-    if leader:
-        lkl = 0
-    if not rules.elr:
-        lkl = 0
+def remove_broker(cfg, s: State, broker: int, new_leader: int, unclean_shutdown: int = 0) -> Partition | None:
+    """The controller takes `broker` out of the ISR (fencing, shutdown: `fence` and the faults) and
+    re-elects if it led [kafka-tlaplus v3.5 §2.8, §2.9.1] (Kafka:
+    `ReplicationControlManager.generateLeaderAndIsrUpdates`).
+    Returns the partition unchanged if the broker had no part in it, None if `new_leader` is not a legal pick."""
+    p, rules = s.partition, rules_of(cfg)
+    live = acceptable(s) & ~bit(broker)
+    if cfg.completion == "kafka":
+        if new_leader:
+            return None
+        return kafka_build(p, rules, live, target_isr=p.isr & ~bit(broker), unclean_shutdown=unclean_shutdown) or p
+    new = seed_remove_broker(p, broker, rules, live, new_leader, unclean_shutdown)
+    if new is None:
+        unaffected = not (p.isr | p.elr) & bit(broker) and p.leader != broker
+        return p if unaffected and not new_leader else None
+    return new
 
-    new = Partition(replicas, isr, elr, lkl, leader, p.leader_epoch + bump, p.partition_epoch, adding, removing,
-                    recovering)
-    if new == p:
+
+@spec.rule(broker=brokers, new_leader=leader_choices, format=PICK,
+           precondition=lambda cfg, s: may_disrupt(cfg, s, "faults"), applies=lambda cfg: cfg.max_faults > 0)
+def fence(cfg, s, broker, new_leader):
+    """Controller: fences `broker`, which missed its heartbeats [kafka-tlaplus v3.5 §1.2.2, §2.8]. TLA+: FenceBroker.
+
+    Who acts: the controller, when a broker's heartbeats stop reaching it (the broker keeps running).
+    Enabled when: the broker is unfenced and the fault budget allows.
+    Next: the broker leaves the ISR and loses leadership; it keeps running, possibly still
+    believing it leads.
+    """
+    b = s.brokers[broker - 1]
+    if b.status != UNFENCED:
         return None
-    return new._replace(partition_epoch=p.partition_epoch + 1)
-
-
-def kafka_reassign(p: Partition, target: tuple, rules: Rules, acceptable: int) -> Partition | None:
-    """`ReplicationControlManager.changePartitionReassignment`: diff against the current (possibly merged) replicas.
-    Its builder keeps the default ONLINE election whatever the topic's unclean setting: a reassignment never
-    elects an unclean leader (a leaderless partition waits for the controller's unclean-election rule)."""
-    current, wanted = mask(p.replicas), mask(target)
-    removing, adding = current & ~wanted, wanted & ~current
-    merged = tuple(target) + tuple(members(removing))
-    return kafka_build(
-        p, rules, acceptable, target_isr=p.isr,
-        target_replicas=merged if merged != p.replicas else None,
-        target_removing=removing or None,
-        target_adding=adding or None,
-        election=ONLINE,
-    )
-
-
-def kafka_cancel(p: Partition, rules: Rules, acceptable: int) -> Partition | None:
-    """`ReplicationControlManager.cancelPartitionReassignment` with `PartitionReassignmentRevert`."""
-    if not in_progress(p):
+    new = remove_broker(cfg, s, broker, new_leader)
+    if new is None:
         return None
-    replicas = tuple(r for r in p.replicas if not p.adding >> r & 1)
-    isr = p.isr & ~p.adding
-    if not isr:
-        isr = bit(replicas[0])
-        if not rules.unclean:
-            return None  # INVALID_REPLICA_ASSIGNMENT: would require an unclean leader election
-    return kafka_build(p, rules, acceptable, target_isr=isr, target_replicas=replicas, target_adding=0,
-                       target_removing=0)
+    brs = with_broker(s, broker, b._replace(status=FENCED))
+    return commit_partition(cfg, s, s.partition, new, brokers=brs, budget=s.budget._replace(faults=s.budget.faults - 1))
 
 
-# ---- speed: measured hot paths (docs/PERFORMANCE.md, "BFS throughput (kraft ci)", session 13) ----
-# A search meets the same partition in many states: each rule entry point computes its change once
-# per distinct input (a bounded cache; the functions are pure, so nothing else changes).
-seed_reassign = memoized(seed_reassign)
-seed_alter_isr = memoized(seed_alter_isr)
-seed_remove_broker = memoized(seed_remove_broker)
-seed_clean_election = memoized(seed_clean_election)
-seed_unclean_election = memoized(seed_unclean_election)
-seed_cancel = memoized(seed_cancel)
-kafka_build = memoized(kafka_build)
-kafka_reassign = memoized(kafka_reassign)
-kafka_cancel = memoized(kafka_cancel)
+@spec.rule(broker=brokers, fair=True, precondition=lambda cfg, s: some_broker_is(s, FENCED),
+           applies=lambda cfg: cfg.max_faults + cfg.max_unclean_shutdowns > 0)
+def unfence(cfg, s, broker):
+    """Controller: unfences `broker`, a running fenced broker that heartbeats again. TLA+: UnfenceBroker.
+
+    Who acts: the controller, on the broker's heartbeat.
+    Enabled when: the broker is fenced.
+    Next: the broker is unfenced (it does not rejoin the ISR). Kafka then elects a leader for a
+    leaderless partition (`ReplicationControlManager.generateLeaderAndIsrUpdates`); the seed
+    variant does that in `clean_election`.
+    """
+    b = s.brokers[broker - 1]
+    if b.status != FENCED:
+        return None
+    s2 = update_broker(s, broker, b._replace(status=UNFENCED))
+    if cfg.completion == "kafka" and not s.partition.leader:
+        new = kafka_build(s.partition, rules_of(cfg), acceptable(s2), target_isr=s.partition.isr)
+        if new is not None:
+            return commit_partition(cfg, s2, s.partition, new)
+    return s2
+
+
+@spec.rule(candidate=brokers, fair=True, precondition=lambda cfg, s: not s.partition.leader,
+           applies=lambda cfg: cfg.completion == "seed")
+def clean_election(cfg, s, candidate):
+    """Controller (seed variant): elects `candidate` to lead a leaderless partition [kafka-tlaplus v3.5 §2.8, KIP-966].
+
+    Who acts: the controller (Kafka's variant elects within the partition change that left the
+    partition leaderless, or in `unfence`).
+    Enabled when: the partition has no leader, for an unfenced ISR member, or an unfenced ELR
+    member when the ISR is empty.
+    Next: `candidate` leads (an ELR member becomes the ISR); both epochs are bumped.
+    """
+    new = seed_clean_election(s.partition, candidate, rules_of(cfg), acceptable(s))
+    return None if new is None else s._replace(partition=new)
+
+
+@spec.rule(candidate=brokers, precondition=lambda cfg, s: not s.partition.leader,
+           applies=lambda cfg: cfg.completion == "seed" and cfg.unclean)
+def unclean_election(cfg, s, candidate):
+    """Controller (seed variant, unclean election enabled): elects any live replica when no clean
+    candidate is available [kafka-tlaplus v3.5 §2.8].
+
+    Who acts: the controller.
+    Enabled when: the partition has no leader and no unfenced ISR (or ELR) member, for an unfenced
+    replica.
+    Next: `candidate` leads alone (ISR = {candidate}, ELR empty) and the partition enters leader recovery.
+    """
+    new = seed_unclean_election(s.partition, candidate, rules_of(cfg), acceptable(s))
+    return None if new is None else s._replace(partition=new)

@@ -11,7 +11,7 @@ data plane is abstracted away: an AlterPartition may propose any ISR the control
 Replica order only matters for Kafka's deterministic election, so the seed variant's replica list
 is a set here.
 
-Each rule mirrors one pure function of `specs.kraft.controller`; tests/test_z3.py checks, on
+Each rule mirrors one pure function of `specs.kraft.logic`; tests/test_z3.py checks, on
 concrete states, that the Z3 models of each rule are exactly that function's outcomes.
 """
 
