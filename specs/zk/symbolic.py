@@ -1,7 +1,8 @@
 """The controller-level transition relation of `zk` (seed variant) in Z3, for inductive proofs.
 
 Citations as in `specs.zk`: [seed] is the comment on KafkaController.onPartitionReassignment (Kafka
-2.4-3.x), [seed-2.3] its pre-KIP-455 form.
+2.4-3.x), [seed-2.3] its pre-KIP-455 form. About 620 lines, kept whole: one transition relation, whose
+rules and lemmas all read the one symbolic state defined below.
 
 The symbolic state, over N brokers (broker sets are (N+1)-bit vectors, bit b = broker b, bit 0 unused):
 * ZooKeeper: RS (a set: replica order is abstracted, see below), AR/RR (0 in the seed variant), the
