@@ -50,7 +50,7 @@ def test_two_nights_a_day_apart_use_different_recorded_seeds(reports):
 def test_a_liveness_failure_the_spec_does_not_declare_fails_the_night(reports):
     code, summary, folder = reports[2]
     assert code == 1 and summary["outcome"] == "failed"
-    assert "zk/tiny liveness ReassignmentCompletes: NEW failure" in summary["failures"]
+    assert "zk/liveness liveness ReassignmentCompletes: NEW failure" in summary["failures"]  # its liveness preset
     [trace] = [t["file"] for t in summary["models"]["zk"]["liveness"]["violations"]]
     assert (folder / trace).exists()
     assert "ReassignmentCompletes" in (folder / "summary.md").read_text()
