@@ -109,3 +109,20 @@ def test_at_the_liveness_preset_every_rule_fires_and_no_failure_is_undeclared(na
         verdicts = liveness_verdicts(spec, "liveness", result.stats["liveness"])
         assert not [p for p, v in verdicts.items() if v in REGRESSIONS], verdicts
         assert all(len(why) > 40 for (preset, _), why in spec.expected_liveness.items() if preset == "liveness")
+
+
+def test_the_gate_lists_a_committed_trace_the_spec_no_longer_reads(monkeypatch, tmp_path):
+    """A committed trace whose config no longer matches its spec (a field added, a digest edited) is a listed
+    failure of the corpus replay, not a traceback that ends the gate."""
+    gate = gate_module()
+    source = ROOT / "counterexamples" / "example-ci-hwm_ignores_isr-CommittedOnIsr.itf.json"
+    (tmp_path / "counterexamples").mkdir()
+    good = tmp_path / "counterexamples" / source.name
+    good.write_text(source.read_text())
+    stale = tmp_path / "counterexamples" / "example-stale.itf.json"
+    stale.write_text(source.read_text().replace('"config_digest": "', '"config_digest": "0', 1))
+    monkeypatch.setattr(gate, "ROOT", tmp_path)
+    failures: list[str] = []
+    gate.replay_corpus(failures)
+    assert len(failures) == 1 and failures[0].startswith("example-stale.itf.json no longer reads: ")
+    assert "digest mismatch" in failures[0]

@@ -3,7 +3,7 @@
 `build(model)` explores breadth-first (so safety counterexamples are shortest, as in BFS) and
 keeps the whole graph: node i is the i-th state found, an edge u -> v carries the indices of
 the actions that lead there. The graph is held in memory, so it is limited to `MAX_STATES`
-states by default (`--max-states` raises it; a larger space is refused with exit 2).
+states by default (`--max-states` raises it; a larger space stops the search, exit 3).
 
 Liveness: a property `trigger ~> goal` (or `<>goal`, trigger = true) fails iff some reachable
 state satisfies trigger and not goal, and from it a *fair* cycle is reachable through states
