@@ -319,8 +319,8 @@ RULE_ORDER = ["alter_partition_reassignments", "cancel_reassignment", "handle_al
 
 def test_the_package_has_one_rule_module_per_actor_and_keeps_the_rule_order():
     """Issue 38's layout: the rules live in controller.py, brokers.py and faults.py by who acts, each
-    docstring a one-line summary naming who acts, then "Who acts", "Enabled when" and "Next"; the rule
-    order is today's; __init__.py only assembles and no module passes ~600 lines."""
+    docstring's summary naming who acts; the rule order is today's (tests/test_spec_api.py checks what
+    every package shares)."""
     assert [r.name for r in SPEC.rules] == RULE_ORDER
     by_module = {}
     for r in SPEC.rules:
@@ -333,12 +333,6 @@ def test_the_package_has_one_rule_module_per_actor_and_keeps_the_rule_order():
                                 "advance_hwm", "propose_isr_expansion", "propose_isr_shrink",
                                 "handle_alter_partition_response"]}
     for r in SPEC.rules:
-        summary, _, rest = inspect.cleandoc(r.doc).partition("\n\n")
+        summary = inspect.cleandoc(r.doc).partition("\n\n")[0]
         assert summary.split(":")[0].split(" (")[0] in ("Controller", "Broker", "Broker and controller", "Leader",
                                                        "Follower"), r.name
-        labels = [line.split(":")[0] for line in rest.splitlines() if line.split(":")[0] in
-                  ("Who acts", "Enabled when", "Next")]
-        assert labels == ["Who acts", "Enabled when", "Next"], r.name
-    package = ROOT / "specs" / "kraft"
-    assert len((package / "__init__.py").read_text().splitlines()) <= 150
-    assert max(len(p.read_text().splitlines()) for p in package.glob("*.py")) <= 600

@@ -112,3 +112,32 @@ def test_rules_written_in_several_modules_are_tried_in_the_declared_order():
     for wrong in (("bump_b",), ("bump_b", "bump_a", "bump_b"), ("bump_b", "bump_c")):
         with pytest.raises(TypeError, match="every rule exactly once"):
             spec.order_rules(*wrong)
+
+
+# ------------------------------------------------------------------ one layout for every protocol (issue 38)
+PROTOCOLS = [n for n in spec_names() if n != "example"]
+ASSEMBLY = {"__init__.py", "state.py", "presets.py", "logic.py", "view.py"}  # in every protocol package
+ACTORS = {"controller", "brokers", "admin", "faults", "leaders", "followers", "voters"}  # the rule modules
+OPTIONAL = {"speed.py", "symbolic.py", "tlc.py"}  # measured speed helpers, the Z3 form, TLC's successor order
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_every_protocol_package_has_the_same_layout(name):
+    """Knowing one package means knowing all five: the same modules for the same concerns, every rule in the
+    module of who acts with a "Who acts / Enabled when / Next" docstring, an __init__.py that only assembles,
+    and no module over about 600 lines unless its header says why it stays whole."""
+    import inspect
+    import re
+
+    package = ROOT / "specs" / name
+    modules = {p.name for p in package.glob("*.py")}
+    assert ASSEMBLY <= modules and modules <= ASSEMBLY | OPTIONAL | {f"{a}.py" for a in ACTORS}, sorted(modules)
+    spec = load_spec(name)
+    for r in spec.rules:
+        assert r.fn.__module__.rpartition(".")[2] in ACTORS and r.fn.__module__.startswith(f"specs.{name}."), r.name
+        sections = re.findall(r"^(Who acts|Enabled when|Next):", inspect.cleandoc(r.doc), re.M)
+        assert sections == ["Who acts", "Enabled when", "Next"], (name, r.name)
+    assert len((package / "__init__.py").read_text().splitlines()) <= 150
+    for path in package.glob("*.py"):
+        text = path.read_text()
+        assert len(text.splitlines()) <= 600 or "kept whole" in text[:2000], path.name
