@@ -141,9 +141,14 @@ def read_table(store: Store, job: str, kind: str, level: int, name: str) -> pa.T
         found = json.loads(tag) if tag else None
     except ValueError:
         found = None
-    if found != _tag(job, kind, level, name):
-        raise CheckpointRefused(f"corrupt checkpoint: {src} does not belong there (it says {found})")
+    _check_tag(src, found, job, kind, level, name)
     return table
+
+
+def _check_tag(src: str, found, job: str, kind: str, level: int, name: str) -> None:
+    """Refuse a data file whose own tag (`found`, from its metadata) is not that of the place it sits in."""
+    if found != _tag(job, kind, level, name):
+        raise CheckpointRefused(f"corrupt checkpoint: {src} does not belong there (it says {one_line(str(found), 200)})")
 
 
 # ------------------------------------------------------------------------------------ the manifest
@@ -447,9 +452,7 @@ class Checkpoint:
             tag = json.loads((meta.metadata or {}).get(_TAG, b"null"))
         except (OSError, ValueError, pa.ArrowInvalid) as exc:
             raise CheckpointRefused(f"corrupt checkpoint: {self.folder.where(rel)}: {one_line(str(exc), 120)}") from None
-        if tag != _tag(self.job, kind, level, name):
-            raise CheckpointRefused(f"corrupt checkpoint: {self.folder.where(rel)} does not belong there "
-                                    f"(it says {one_line(str(tag), 200)})")
+        _check_tag(self.folder.where(rel), tag, self.job, kind, level, name)
         return meta.num_rows
 
     @staticmethod

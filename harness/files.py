@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from harness.errors import BadInput
 
@@ -24,23 +25,29 @@ def reason(exc: OSError) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
+@contextlib.contextmanager
+def publishing(name: str, discard: Callable[[], object]) -> Iterator[None]:
+    """Around the writing of file `name` through a temporary one: on any failure `discard()` removes the
+    temporary file (its own OSError ignored: the folder may be gone, and then nothing of ours is left in it),
+    and a write the OS refuses (a full disk, a file-size limit, a read-only folder) is BadInput naming `name`."""
+    try:
+        yield
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            discard()
+        if isinstance(exc, OSError):
+            raise BadInput(f"cannot write {name}: {reason(exc)}") from None
+        raise
+
+
 def write_atomic(target: Path, write: Callable[[Path], Any]) -> None:
     """Write to a temporary name, then rename: an interrupted or failed write never leaves a partial file
-    (nor replaces a complete one), and never its temporary file. A write the OS refuses (a full disk, a
-    file-size limit, a read-only folder) is BadInput naming the file."""
+    (nor replaces a complete one), and never its temporary file."""
     tmp = target.with_name(temporary_name(target.name))
-    try:
+    with publishing(str(target), lambda: tmp.unlink(missing_ok=True)):
         target.parent.mkdir(parents=True, exist_ok=True)
         write(tmp)
         os.replace(tmp, target)
-    except BaseException as exc:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass  # the folder itself is gone or unreadable: nothing of ours can be left in it
-        if isinstance(exc, OSError):
-            raise BadInput(f"cannot write {target}: {reason(exc)}") from None
-        raise
 
 
 def path_problem(text: str) -> str | None:

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from harness.errors import BadInput
-from harness.files import check_writable_dir, path_problem, reason, temporary_name
+from harness.files import check_writable_dir, path_problem, publishing, temporary_name
 
 _URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 # Hadoop's names for S3 (Spark users write s3a://) are the same buckets and keys.
@@ -119,7 +119,7 @@ class Store:
         """Publish `rel` whole: `write(stream)` fills it."""
         target = self._abs(rel)
         tmp = temporary_name(target) if self.renames else None
-        try:
+        with publishing(self.where(rel), lambda: tmp and self.fs.delete_file(tmp)):
             if tmp is None:
                 with self.fs.open_output_stream(target) as out:  # an upload cut short publishes nothing
                     write(out)
@@ -128,15 +128,6 @@ class Store:
             with self.fs.open_output_stream(tmp) as out:
                 write(out)
             self.fs.move(tmp, target)
-        except BaseException as exc:
-            if tmp is not None:
-                try:
-                    self.fs.delete_file(tmp)
-                except OSError:
-                    pass  # never created, or its folder is gone
-            if isinstance(exc, OSError):  # a full disk, a file-size limit, a read-only folder, a refused upload
-                raise BadInput(f"cannot write {self.where(rel)}: {reason(exc)}") from None
-            raise
 
     def write_text(self, rel: str, text: str) -> None:
         data = text.encode()
