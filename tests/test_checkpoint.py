@@ -37,7 +37,7 @@ def bind(name, preset, mutation=None):
     return spec.bind(spec.config(preset, (), (), mutation))
 
 
-def no_spark(master, log_file):
+def no_spark(master, log):
     raise RuntimeError("this test never starts Spark")
 
 

@@ -91,7 +91,7 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
     """Exhaustive BFS by level workers. `partitions` is the number of Spark tasks (default and at most: the
     cluster's task slots); a level is committed when `checkpoint_every` seconds have passed since the last
     commit (0: every level); `spark_levels_only` sends every level to Spark (tests);
-    `session_factory(master, log_file)` replaces `start_session` (tests that must not start a JVM)."""
+    `session_factory(master, log)` replaces `start_session` (tests that must not start a JVM)."""
     if master:
         check_master(master)
     started = time.monotonic()
@@ -121,6 +121,8 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
         session: dict = {}
         # The JVM writes its log to a local file: in the checkpoint directory, or beside it when that is remote.
         log_file = (store.folder.local or Path(tempfile.mkdtemp(prefix="harness-spark-"))) / ck.LOG
+        log = open(log_file, "ab")  # now, not by the session's start, which may outlive the search (its caller
+        # may remove the folder at once: a file opened then would make it again); the start closes it
 
         deadline = None if time_limit is None else started + time_limit
 
@@ -129,7 +131,8 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
             and the probe task, then the Python workers warmed with the model."""
             t = time.monotonic()
             try:
-                sc = session["spark"] = (session_factory or start_session)(master, log_file)
+                with log:
+                    sc = session["spark"] = (session_factory or start_session)(master, log)
                 session["start_seconds"] = time.monotonic() - t
                 session["ui"] = getattr(sc, "uiWebUrl", None)  # shown with the progress
                 if not wait_for_executors(sc, executor_wait, deadline):

@@ -19,6 +19,7 @@ import threading
 import time
 import zipfile
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urlparse
 
 from harness import checkpoint as ck
@@ -52,10 +53,15 @@ def check_master(master: str) -> None:
 _SESSION_LOCK = threading.Lock()
 
 
-def start_session(master: str | None, log_file: Path, dump_classes: Path | None = None):
-    """A SparkContext whose JVM writes its own output (log4j, executor stack traces) to `log_file`,
-    so that the terminal gets the harness's one-line messages only. The driver's JVM maps the class
-    archive when there is one; `dump_classes` makes it write one when it exits (`make_class_archive`)."""
+def start_session(master: str | None, log: Path | BinaryIO, dump_classes: Path | None = None):
+    """A SparkContext whose JVM writes its own output (log4j, executor stack traces) to `log`, a path or a
+    file already open, so that the terminal gets the harness's one-line messages only. A start in the
+    background is given the file open: opened by its path later, it could recreate a folder its caller
+    has removed since. The driver's JVM maps the class archive when there is one; `dump_classes` makes it
+    write one when it exits (`make_class_archive`)."""
+    if isinstance(log, (str, os.PathLike)):
+        with open(log, "ab") as opened:
+            return start_session(master, opened, dump_classes)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark import SparkConf, SparkContext
@@ -63,7 +69,7 @@ def start_session(master: str | None, log_file: Path, dump_classes: Path | None 
 
     root = logging.getLogger()
     if not root.handlers:  # Py4J logs through the root logger (a Ctrl-C in a call, with its traceback)
-        root.addHandler(logging.FileHandler(log_file))
+        root.addHandler(logging.StreamHandler(open(os.dup(log.fileno()), "a", errors="backslashreplace")))
     conf = SparkConf().setAppName("kafka-reassignment-harness")
     if master:  # under spark-submit the master comes from spark-submit
         conf.setMaster(master)
@@ -103,7 +109,7 @@ def start_session(master: str | None, log_file: Path, dump_classes: Path | None 
             conf.set("spark.driver.extraJavaOptions", options)
             # The web UI binds to the JVM's SPARK_LOCAL_IP, else to every address (no setting moves it).
             local_ip = {"SPARK_LOCAL_IP": "127.0.0.1"} if master and _executors_on_loopback(master) else {}
-            with open(log_file, "ab") as log, _environment(local_ip):  # the child keeps its own copy of the descriptor
+            with _environment(local_ip):  # the child keeps its own copy of the descriptor
                 gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
         if gateway is None:  # under spark-submit: a client of its JVM
             gateway = launch_gateway()
