@@ -10,7 +10,23 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test ci nightly ci-baseline bench clean counterexamples constraints
+.PHONY: run test ci nightly ci-baseline bench clean counterexamples constraints kafka kafka-all
+
+# Apache Kafka's jars for `conform` (docs/ARCHITECTURE.md, "Kafka's own code"): Maven copies kafka/pom.xml's
+# dependencies for one version into .kafka/<version>/lib, with its repository inside the project (.kafka/m2),
+# so nothing outside the checkout is written. The stamp is written last: an interrupted download is redone.
+KAFKA_VERSIONS := $(shell grep -v '^\#' kafka/versions.txt)
+KAFKA ?= $(firstword $(KAFKA_VERSIONS))
+MVN ?= mvn
+.kafka/%/.resolved: kafka/pom.xml
+	@command -v $(MVN) >/dev/null || { echo "conform needs Maven ($(MVN)) and Java 17 to resolve Kafka's jars" >&2; exit 1; }
+	rm -rf .kafka/$*/lib
+	$(MVN) -B -q -Dstyle.color=never -f kafka/pom.xml -Dmaven.repo.local=$(CURDIR)/.kafka/m2 -Dkafka.version=$* \
+	  dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.kafka/$*/lib
+	touch $@
+
+kafka: .kafka/$(KAFKA)/.resolved  ## Kafka's jars for one version (default: the newest listed in kafka/versions.txt)
+kafka-all: $(foreach v,$(KAFKA_VERSIONS),.kafka/$(v)/.resolved)  ## every version in kafka/versions.txt
 
 # constraints.txt pins every package the project installs (the versions tested here); CI's pip cache is
 # keyed on it and on pyproject.toml. After changing a dependency: make constraints.
@@ -30,7 +46,7 @@ $(ARCHIVE): $(STAMP)
 constraints:  ## re-pin constraints.txt to what .venv holds
 	$(PY) -m pip freeze --exclude-editable | grep -v '^kafka-reassignment-harness' > constraints.txt
 
-run: $(ARCHIVE)  ## the main job
+run: $(ARCHIVE) kafka  ## the main job
 	$(PY) -m harness check kraft --config ci
 
 # Debian's Chromium for the browser tests (Playwright drives it; its own browser download needs a network
@@ -41,13 +57,13 @@ $(CHROMIUM):
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium || \
 	  { $(if $(filter 0,$(shell id -u)),,sudo) apt-get update && $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium; }
 
-test: $(ARCHIVE) $(CHROMIUM)
+test: $(ARCHIVE) $(CHROMIUM) kafka
 	CHROMIUM=$(CHROMIUM) $(PY) -m pytest -m "not cluster"
 
-ci: $(ARCHIVE) $(CHROMIUM)  ## the CI gate (ci/gate.py): pytest, ci exhaustion, mutation adequacy, corpus replay, Hypothesis, baseline
+ci: $(ARCHIVE) $(CHROMIUM) kafka  ## the CI gate (ci/gate.py): pytest, ci exhaustion, mutation adequacy, corpus replay, Hypothesis, baseline
 	CHROMIUM=$(CHROMIUM) $(PY) ci/gate.py
 
-nightly: $(ARCHIVE)  ## the nightly job (ci/nightly.py): Spark exhaustion, Hypothesis nightly, liveness; reports/<date>T<time>/
+nightly: $(ARCHIVE) kafka-all  ## the nightly job (ci/nightly.py): Spark exhaustion, Hypothesis nightly, liveness; reports/<date>T<time>/
 	$(PY) ci/nightly.py $(ARGS)
 
 ci-baseline: $(STAMP)  ## rewrite ci/baseline.json from the current models
@@ -62,5 +78,5 @@ counterexamples: $(STAMP)  ## regenerate the committed counterexample corpus
 	$(PY) -m harness corpus
 
 clean:
-	rm -rf $(VENV) traces .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .kafka traces .pytest_cache .hypothesis build *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
