@@ -11,18 +11,15 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, run_cli
-from test_nightly_report import CHROMIUM_ARGS, browser
-
 from harness.explore import create_app, start_server, url_of
+from harness.explore.capture import chromium_page, screenshot, serving
 from harness.registry import load_spec
 from harness.trace import read_trace
 from specs.kip642.state import VOTER_ASSIGNMENT
@@ -31,39 +28,6 @@ CORPUS = ROOT / "counterexamples"
 KRAFT = CORPUS / "kraft-small-expand_below_hwm-LeaderCandidateCompleteness.itf.json"
 KIP642 = CORPUS / "kip642-ci-two_uncommitted_changes-AtMostOneUncommittedVoterChange.itf.json"
 LASSO = CORPUS / "kraft-leaderless-ReassignmentCompletes.itf.json"
-
-
-@contextmanager
-def serving(app):
-    """The explorer on a free loopback port, in a background thread of this process."""
-    server = start_server(app, 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield url_of(server)
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@contextmanager
-def chromium_page():
-    with browser() as pw:
-        chromium = pw.chromium.launch(executable_path=str(os.environ.get("CHROMIUM", "/usr/bin/chromium")),
-                                      args=CHROMIUM_ARGS)
-        try:
-            yield chromium.new_page(viewport={"width": 1400, "height": 1000})
-        finally:
-            chromium.close()
-
-
-def screenshot(trace_path: Path, png: Path) -> None:
-    """The explorer at the last step of a trace (its violation), as Chromium renders it: the tests take
-    these, and `python tests/test_explore.py docs` writes the README's (docs/explore-*.png)."""
-    trace = read_trace(trace_path)
-    with serving(create_app(traces=[trace])) as url, chromium_page() as page:
-        page.goto(f"{url}trace/0/step/{len(trace.states) - 1}")
-        page.screenshot(path=str(png), full_page=True)
 
 
 def get(url: str) -> tuple[int, str]:
@@ -94,6 +58,7 @@ def test_a_kraft_counterexample_steps_to_its_violation_in_chromium(tmp_path):
         page.wait_for_url(f"**/step/{last}")
         assert page.locator("#step-index").inner_text() == str(last)
         assert page.locator("#violated-property").inner_text() == "LeaderCandidateCompleteness"
+        page.click(".closing-statement summary")  # a long statement is folded to its first words
         assert "every leader candidate" in page.locator(".closing-statement").inner_text()
         assert page.locator(".closing-reason").inner_text().startswith("ISR member 3 lacks")
         # the fields the last action changed, highlighted: exactly the view's changes at that step
@@ -105,8 +70,8 @@ def test_a_kraft_counterexample_steps_to_its_violation_in_chromium(tmp_path):
         # the protocol view: three brokers with their logs, HWM and LEO marks, a leader's Maximal ISR
         assert page.locator(".broker").count() == 3
         assert page.locator(".broker .mark-hwm").count() == 3
-        assert page.locator("#controller-metadata tr.maximal-isr").count() >= 1
-        assert page.locator("#controller-metadata tr.changed").count() >= 1
+        assert page.locator("#controller-metadata .maximal-isr").count() >= 1
+        assert page.locator("#controller-metadata .chip.changed").count() >= 1
         page.keyboard.press("ArrowLeft")
         page.wait_for_url(f"**/step/{last - 1}")
         assert page.locator("#violation").count() == 0
@@ -265,12 +230,6 @@ def test_every_committed_counterexample_draws_its_protocol_view_at_every_step(sp
             json.dumps(drawn)  # plain data
             page = client.get(f"/trace/0/step/{index}")
             assert page.status_code == 200 and f'class="view-{kind}"' in page.text, (path.name, index)
-
-
-if __name__ == "__main__":  # python tests/test_explore.py docs: the README's screenshots
-    folder = Path(sys.argv[1])
-    screenshot(KRAFT, folder / "explore-kraft.png")
-    screenshot(KIP642, folder / "explore-kip642.png")
 
 
 # ------------------------------------------------------------------ hostile clients (issue #36)
