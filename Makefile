@@ -10,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test ci nightly ci-baseline bench clean counterexamples constraints
+.PHONY: run test ci nightly ci-baseline bench clean counterexamples constraints screenshots
 
 # constraints.txt pins every package the project installs (the versions tested here); CI's pip cache is
 # keyed on it and on pyproject.toml. After changing a dependency: make constraints.
@@ -57,6 +57,9 @@ bench: $(ARCHIVE)  ## BFS and Spark measurements -> bench/results/
 	$(PY) bench/bfs_bench.py
 	$(PY) bench/hypothesis_bench.py
 	$(PY) bench/spark_bench.py
+
+screenshots: $(STAMP) $(CHROMIUM)  ## the explorer's screenshots at 1280x800 (docs/images/)
+	CHROMIUM=$(CHROMIUM) $(PY) -m harness.explore.capture docs/images
 
 counterexamples: $(STAMP)  ## regenerate the committed counterexample corpus
 	$(PY) -m harness corpus

@@ -1,10 +1,10 @@
 """Screenshots of the explorer, as Chromium renders it at a laptop's 1280x800: the docs' pictures
 (docs/images/, `make screenshots`) and the browser tests' pages come from here.
 
-`python -m harness.explore.capture FOLDER` writes FOLDER/explore-{kraft,zk,replication}.png (each a committed
-counterexample at its violation, protocol picture and message timeline in view) and the README's
-FOLDER/../explore-{kraft,kip642}.png. Playwright (a dev dependency) drives the Chromium at $CHROMIUM
-(default /usr/bin/chromium).
+`python -m harness.explore.capture FOLDER` (`make screenshots`: docs/images) writes
+FOLDER/explore-{kraft,zk,replication,kip642}.png, each a committed counterexample at its violation with the
+protocol picture and the message timeline in view. Playwright (a dev dependency) drives the Chromium at
+$CHROMIUM (default /usr/bin/chromium).
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ CORPUS = Path(__file__).resolve().parents[2] / "counterexamples"
 VIEWPORT = {"width": 1280, "height": 800}
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-# The docs' counterexamples: each violation names a broker, and each run sends requests.
+# The docs' counterexamples: each violation names a broker or server, and the message-passing runs send requests.
 DOCS = {"explore-kraft.png": "kraft-small-expand_below_hwm-LeaderCandidateCompleteness.itf.json",
         "explore-zk.png": "zk-kafka-replace-failover-NoStrayReplicas.itf.json",
-        "explore-replication.png": "replication-p1-isr_join_below_hwm-LeaderCandidateCompletenessProperty.itf.json"}
-README = {"explore-kraft.png": DOCS["explore-kraft.png"],
-          "explore-kip642.png": "kip642-ci-two_uncommitted_changes-AtMostOneUncommittedVoterChange.itf.json"}
+        "explore-replication.png": "replication-p1-isr_join_below_hwm-LeaderCandidateCompletenessProperty.itf.json",
+        "explore-kip642.png": "kip642-ci-two_uncommitted_changes-AtMostOneUncommittedVoterChange.itf.json"}
 
 
 @contextmanager
@@ -68,10 +67,9 @@ def screenshot(trace_path: Path, png: Path, full_page: bool = False) -> None:
 
 def main(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    for shots, where in ((DOCS, folder), (README, folder.parent)):
-        for name, trace in shots.items():
-            screenshot(CORPUS / trace, where / name)
-            print(where / name)
+    for name, trace in DOCS.items():
+        screenshot(CORPUS / trace, folder / name)
+        print(folder / name)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_ENTITY = re.compile(r"\b(?:broker|server|replica|member|leader|follower|candidate|voter)s? (\d+|\{[\d,\s]*\})")
+_ENTITY = re.compile(r"\b(?:broker|server|replica|member|leader|follower|candidate)s? (\d+|\{[\d,\s]*\})")
 _OFFSET = re.compile(r"\boffset (\d+)")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 _OPEN, _CLOSE = "([{", ")]}"
+SHORT = 40  # characters: a value this short reads best whole, before and after (`{1,2}` -> `{2,3}`)
 
 
 def shown_elements(text: str) -> list[str] | None:
@@ -37,9 +38,11 @@ def shown_elements(text: str) -> list[str] | None:
 
 
 def element_changes(before: str, after: str) -> tuple[list[str], list[str]] | None:
-    """(removed, added) elements when `before` and `after` are lists or sets that keep some elements in
-    common (each element counted, as in a bag; in the order they are shown); None when the whole values
-    read better (not collections, or nothing kept)."""
+    """(removed, added) elements when `before` and `after` are lists or sets, not both short, that keep some
+    elements in common (each element counted, as in a bag; in the order they are shown); None when the whole
+    values read better (short, not collections, or nothing kept)."""
+    if max(len(before), len(after)) <= SHORT:
+        return None
     old, new = shown_elements(before), shown_elements(after)
     if old is None or new is None or before[0] != after[0]:
         return None
