@@ -532,6 +532,9 @@ def test_a_counterexample_to_induction_is_shown_as_its_pre_and_post_state(tmp_pa
         changed = page.locator("table.cti tr.changed").evaluate_all("rs => rs.map(r => r.dataset.path)")
         assert set(changed) == {k for k in doc["vars"] if pre[k] != post[k]} and changed
         assert "reachab" in page.locator("#violation").inner_text()
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # the command reads the CTI, then meets the port
+        code, out, err = run_cli("explore", path, "--port", taken.getsockname()[1])
+    assert code == 2 and err.startswith("error: --port "), err
 
 
 def test_the_docs_show_the_explorer_screenshots_the_capture_script_takes():
@@ -543,3 +546,18 @@ def test_the_docs_show_the_explorer_screenshots_the_capture_script_takes():
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"images/{name}" in doc
         assert png.read_bytes()[16:24] == (1280).to_bytes(4, "big") + (800).to_bytes(4, "big")  # the IHDR size
     assert "make screenshots" in doc
+
+
+def test_kip642_exchanges_are_arrows_within_their_step():
+    """kip642 has no network in its state: each Fetch or VoteRequest is one rule, drawn as an arrow from the
+    request's sender to its receiver within that step's column."""
+    trace = read_trace(CORPUS / "kip642-ongaro-change_before_epoch_commit-LeaderCompleteness.itf.json")
+    exchanges = [(i, a) for i, a in enumerate(trace.actions)
+                 if a is not None and a.rule in ("fetch", "handle_vote_request", "stand_against_nonvoter")]
+    assert {a.rule for _, a in exchanges} >= {"fetch", "handle_vote_request"}
+    html = create_app(traces=[trace]).test_client().get("/trace/0/step/0").text
+    drawn = re.findall(r'<g class="arrow[^"]*" data-src="server (\d+)" data-dst="server (\d+)" data-sent="(\d+)" '
+                       r'data-delivered="(\d+)"', html)
+    expected = [(str(dict(a.params)["follower" if a.rule == "fetch" else "candidate"]),
+                 str(dict(a.params)["leader" if a.rule == "fetch" else "voter"]), str(i), str(i)) for i, a in exchanges]
+    assert sorted(drawn) == sorted(expected)

@@ -121,7 +121,7 @@ def loaded(document: Trace | Cti) -> LoadedTrace:
     if isinstance(document, Cti):  # two symbolic states, not states of the model: no drawing, no timeline
         return LoadedTrace(document, view_of(document), [], None)
     drawings = [protocol_view(document.model, state) for state in document.states]
-    return LoadedTrace(document, view_of(document), drawings, message_timeline(drawings))
+    return LoadedTrace(document, view_of(document), drawings, message_timeline(drawings, document.actions))
 
 
 @dataclass
@@ -255,7 +255,7 @@ def create_app(traces: list[Trace | Cti] | None = None, model: Model | None = No
             "model.html", model=model, walk=walk, path=text, step=steps[-1], history=history, enabled=enabled,
             back=walk_text(walk.choices[:-1]), params=action_params(model, walk.actions[-1]),
             protocol=drawings[-1], previous=drawings[-2] if len(drawings) > 1 else None,
-            timeline=message_timeline(drawings),
+            timeline=message_timeline(drawings, walk.actions),
             step_urls=[url_for("model_page", path=walk_text(walk.choices[:i + 1])) for i in range(len(walk.choices))],
             tree=field_tree(steps[-1]), invariants=invariants,
             token=save_token, quiescent=guarded(lambda: model.quiescent(state)), variants=variants_text(model),

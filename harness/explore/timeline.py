@@ -5,8 +5,11 @@ the step that delivered it.
 The specs' protocol views list the messages in flight in each state (`"messages"`: src, dst, label, text,
 and `stale`, why a message is outdated in that state or ""); the timeline matches those lists across the
 run's states: a message that appears is sent at that step, one that disappears is delivered (or dropped)
-there. Identical messages in flight together are told apart first in, first out. Geometry is computed here;
-templates/timeline.html draws it as SVG.
+there. Identical messages in flight together are told apart first in, first out. A model whose requests are
+exchanged within one step (kip642: a rule is a whole Fetch or VoteRequest round trip) has no messages in its
+states; its view declares instead which rules are exchanges (`"exchanges"`: rule -> the parameters naming
+sender and receiver, the lane's noun and a label), and each such action is an arrow within its step.
+Geometry is computed here; the `timeline` macro of templates/macros.html draws it as SVG.
 """
 
 from __future__ import annotations
@@ -72,9 +75,20 @@ def _lane_order(name: str) -> tuple:
     return (1, int(number.group(1)), name) if number else (0, 0, name)
 
 
-def message_timeline(drawings: list[dict]) -> Timeline | None:
-    """The timeline of a run from its states' protocol views; None when the views list no messages (a spec
-    without a network, or a run in which nothing was sent)."""
+def exchange_arrow(drawing: dict, action, step: int) -> Arrow | None:
+    """The arrow of an action its state's view declares an exchange (see the module's docstring), or None."""
+    exchange = (drawing.get("exchanges") or {}).get(action.rule) if action is not None else None
+    if exchange is None:
+        return None
+    params = dict(action.params)
+    src, dst = (f"{exchange['lane']} {params[exchange[end]]}" for end in ("src", "dst"))
+    return Arrow(src, dst, exchange["label"], f"{exchange['label']} {src} -> {dst}, answered in the same step",
+                 step, step)
+
+
+def message_timeline(drawings: list[dict], actions: list | None = None) -> Timeline | None:
+    """The timeline of a run from its states' protocol views (and the actions that led to them, for
+    exchanges); None when there is nothing to draw (a spec without a network, a run that sent nothing)."""
     arrows: list[Arrow] = []
     in_flight: dict[tuple, deque[Arrow]] = {}
     before: Counter = Counter()
@@ -94,6 +108,9 @@ def message_timeline(drawings: list[dict]) -> Timeline | None:
                 arrows.append(arrow)
             for arrow in queue:
                 arrow.stale = message.get("stale", "")
+        exchanged = exchange_arrow(drawing, actions[step], step) if actions else None
+        if exchanged is not None:
+            arrows.append(exchanged)
         before = now
     if not arrows:
         return None
