@@ -11,7 +11,9 @@ URL, each checked against the actions enabled in the state it applies to. Nothin
 ever evaluated: traces are read by harness/trace.py, the protocol views are the specs' own functions of a
 decoded state, and jinja2 escapes every value it prints.
 
-The explorer is not an engine: it takes the Spec from the registry and calls its `protocol_view`.
+The explorer is not an engine: it takes the Spec from the registry and calls its `protocol_view`. Beside this
+module: the message timeline across a run's states (timeline.py), the entities a violation's reason names
+(culprits.py), lists changed by element (element_diff.py) and the docs' screenshots (capture.py).
 """
 
 from __future__ import annotations
