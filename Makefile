@@ -10,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test ci nightly ci-baseline bench clean counterexamples constraints kafka kafka-all
+.PHONY: run test ci nightly ci-baseline bench clean counterexamples constraints kafka kafka-all screenshots
 
 # Apache Kafka's jars for `conform` (docs/ARCHITECTURE.md, "Kafka's own code"): Maven copies kafka/pom.xml's
 # dependencies for one version into .kafka/<version>/lib, with its repository inside the project (.kafka/m2),
@@ -73,6 +73,9 @@ bench: $(ARCHIVE)  ## BFS and Spark measurements -> bench/results/
 	$(PY) bench/bfs_bench.py
 	$(PY) bench/hypothesis_bench.py
 	$(PY) bench/spark_bench.py
+
+screenshots: $(STAMP) $(CHROMIUM)  ## the explorer's screenshots at 1280x800 (docs/images/)
+	CHROMIUM=$(CHROMIUM) $(PY) -m harness.explore.capture docs/images
 
 counterexamples: $(STAMP)  ## regenerate the committed counterexample corpus
 	$(PY) -m harness corpus

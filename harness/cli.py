@@ -587,8 +587,10 @@ MODEL_OPTIONS = ("preset", "settings", "variants", "mutation", "out")  # explore
 def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -> None:
     """Explore traces or a model in a web browser, served on 127.0.0.1 until Ctrl-C.
 
-    With TRACE files: step through each (buttons, or the arrow keys), each step's action, the fields it
-    changed, the violated property at the end, the lasso's loop. With SPEC (and --config, --set, --variant,
+    With TRACE files: step through each (buttons, or the arrow keys), each step's action, the protocol
+    drawn with what the violation names highlighted, the messages as a timeline, the fields it changed,
+    the violated property at the end, the lasso's loop; a counterexample to induction (from `prove`) as
+    its pre- and post-state. With SPEC (and --config, --set, --variant,
     --mutation as for `check`): from an initial state choose among the enabled actions, go back and branch,
     see every invariant at each state, and save the walk as a trace `replay` accepts. Only the traces named
     here are served, and nothing in them is run as code; only to the Host names 127.0.0.1:PORT and
@@ -596,7 +598,7 @@ def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -
     `explore: URL`; exit 130 on Ctrl-C, 2 on bad input."""
     from harness.explore import create_app, start_server, url_of
     from harness.registry import load_spec, spec_names
-    from harness.trace import read_trace
+    from harness.trace import read_shown
 
     if not targets:
         raise BadInput(f"give TRACE files to step through, or a SPEC to explore (one of: {', '.join(spec_names())})")
@@ -612,7 +614,7 @@ def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -
         for t in targets:
             if not Path(t).exists() and t not in spec_names():
                 raise BadInput(f"{t}: neither a trace file nor a spec (known specs: {', '.join(spec_names())})")
-        app = create_app(traces=[read_trace(t) for t in targets])
+        app = create_app(traces=[read_shown(t) for t in targets])  # traces, or prove's CTIs
     server = start_server(app, port)
     try:
         print(f"explore: {url_of(server)}", flush=True)

@@ -11,18 +11,15 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, run_cli
-from test_nightly_report import CHROMIUM_ARGS, browser
-
 from harness.explore import create_app, start_server, url_of
+from harness.explore.capture import chromium_page, screenshot, serving
 from harness.registry import load_spec
 from harness.trace import read_trace
 from specs.kip642.state import VOTER_ASSIGNMENT
@@ -31,39 +28,6 @@ CORPUS = ROOT / "counterexamples"
 KRAFT = CORPUS / "kraft-small-expand_below_hwm-LeaderCandidateCompleteness.itf.json"
 KIP642 = CORPUS / "kip642-ci-two_uncommitted_changes-AtMostOneUncommittedVoterChange.itf.json"
 LASSO = CORPUS / "kraft-leaderless-ReassignmentCompletes.itf.json"
-
-
-@contextmanager
-def serving(app):
-    """The explorer on a free loopback port, in a background thread of this process."""
-    server = start_server(app, 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield url_of(server)
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@contextmanager
-def chromium_page():
-    with browser() as pw:
-        chromium = pw.chromium.launch(executable_path=str(os.environ.get("CHROMIUM", "/usr/bin/chromium")),
-                                      args=CHROMIUM_ARGS)
-        try:
-            yield chromium.new_page(viewport={"width": 1400, "height": 1000})
-        finally:
-            chromium.close()
-
-
-def screenshot(trace_path: Path, png: Path) -> None:
-    """The explorer at the last step of a trace (its violation), as Chromium renders it: the tests take
-    these, and `python tests/test_explore.py docs` writes the README's (docs/explore-*.png)."""
-    trace = read_trace(trace_path)
-    with serving(create_app(traces=[trace])) as url, chromium_page() as page:
-        page.goto(f"{url}trace/0/step/{len(trace.states) - 1}")
-        page.screenshot(path=str(png), full_page=True)
 
 
 def get(url: str) -> tuple[int, str]:
@@ -94,6 +58,7 @@ def test_a_kraft_counterexample_steps_to_its_violation_in_chromium(tmp_path):
         page.wait_for_url(f"**/step/{last}")
         assert page.locator("#step-index").inner_text() == str(last)
         assert page.locator("#violated-property").inner_text() == "LeaderCandidateCompleteness"
+        page.click(".closing-statement summary")  # a long statement is folded to its first words
         assert "every leader candidate" in page.locator(".closing-statement").inner_text()
         assert page.locator(".closing-reason").inner_text().startswith("ISR member 3 lacks")
         # the fields the last action changed, highlighted: exactly the view's changes at that step
@@ -103,10 +68,10 @@ def test_a_kraft_counterexample_steps_to_its_violation_in_chromium(tmp_path):
         assert page.locator("#changes tr.changed td").first.evaluate("td => getComputedStyle(td).backgroundColor") \
             == "rgb(255, 243, 176)"
         # the protocol view: three brokers with their logs, HWM and LEO marks, a leader's Maximal ISR
-        assert page.locator(".broker").count() == 3
+        assert page.locator(".broker[data-broker]").count() == 3  # beside the controller's box
         assert page.locator(".broker .mark-hwm").count() == 3
-        assert page.locator("#controller-metadata tr.maximal-isr").count() >= 1
-        assert page.locator("#controller-metadata tr.changed").count() >= 1
+        assert page.locator("#controller-metadata .maximal-isr").count() >= 1
+        assert page.locator("#controller-metadata .chip.changed").count() >= 1
         page.keyboard.press("ArrowLeft")
         page.wait_for_url(f"**/step/{last - 1}")
         assert page.locator("#violation").count() == 0
@@ -141,7 +106,7 @@ def test_a_kip642_trace_shows_voters_roles_and_configuration_entries():
     assert html.count("data-server=") == len(trace.states[0].servers)
     # every VoterAssignment entry of every log drawn apart from the records, and listed with its voters
     entries = sum(e.kind == VOTER_ASSIGNMENT for server in trace.states[-1].servers for e in server.log)
-    assert entries and len(re.findall(r'class="record epoch-\d config"', html)) == entries
+    assert entries and len(re.findall(r'class="record epoch-\d config[" ]', html)) == entries
     assert html.count("<li>offset ") == entries
 
 
@@ -255,7 +220,8 @@ def test_the_command_prints_its_url_serves_and_exits_130_on_ctrl_c():
 @pytest.mark.parametrize("spec_name", ["kraft", "replication", "kip642", "zk", "kip435"])
 def test_every_committed_counterexample_draws_its_protocol_view_at_every_step(spec_name):
     """The spec's own view (not the fallback tree) at every state of its corpus, each step a page."""
-    kind = {"kraft": "replicated_log", "replication": "replicated_log", "kip642": "quorum"}.get(spec_name, "assignment")
+    kind = {"kraft": "replicated_log", "replication": "replicated_log", "kip642": "quorum", "zk": "zk"}.get(spec_name,
+                                                                                                  "assignment")
     for path in sorted(CORPUS.glob(f"{spec_name}-*.itf.json")):
         trace = read_trace(path)
         client = create_app(traces=[trace]).test_client()
@@ -265,12 +231,6 @@ def test_every_committed_counterexample_draws_its_protocol_view_at_every_step(sp
             json.dumps(drawn)  # plain data
             page = client.get(f"/trace/0/step/{index}")
             assert page.status_code == 200 and f'class="view-{kind}"' in page.text, (path.name, index)
-
-
-if __name__ == "__main__":  # python tests/test_explore.py docs: the README's screenshots
-    folder = Path(sys.argv[1])
-    screenshot(KRAFT, folder / "explore-kraft.png")
-    screenshot(KIP642, folder / "explore-kip642.png")
 
 
 # ------------------------------------------------------------------ hostile clients (issue #36)
@@ -390,3 +350,214 @@ def test_explore_listens_on_loopback_only():
         p.stdout.close()
     with socket.create_server(("0.0.0.0", 0)) as everywhere:  # the reading itself sees a non-loopback listener
         assert f"0.0.0.0:{everywhere.getsockname()[1]}" in listening_sockets(os.getpid())
+
+
+# ------------------------------------------------------------------ reading at a glance (issue #41)
+
+ZK_STALE = CORPUS / "zk-tiny-accept_stale_controller_epoch-NoStaleControllerAction.itf.json"
+ZK = CORPUS / "zk-kafka-replace-failover-NoStrayReplicas.itf.json"
+REPLICATION = CORPUS / "replication-p1-isr_join_below_hwm-LeaderCandidateCompletenessProperty.itf.json"
+
+
+def top_of(page, selector: str) -> float:
+    return page.locator(selector).first.bounding_box()["y"]
+
+
+def test_the_protocol_picture_comes_first_above_the_fold_at_1280x800():
+    """At a laptop's 1280x800 the picture starts on the first screen, before the changed fields (folded
+    away on a click) and, in model mode, before the invariant panel; model mode names its variants."""
+    for path in (KRAFT, ZK, REPLICATION, KIP642):
+        trace = read_trace(path)
+        with serving(create_app(traces=[trace])) as url, chromium_page() as page:
+            page.goto(f"{url}trace/0/step/{len(trace.states) - 1}")
+            picture = page.locator("#protocol").bounding_box()
+            assert picture["y"] + 150 < 800, (path.name, picture)  # its first boxes, not only its top edge
+            assert top_of(page, "#protocol") < top_of(page, "#changes"), path.name
+            page.click("#changes > summary")  # collapsible
+            assert not page.locator("#changes table").is_visible()
+    spec = load_spec("zk")
+    model = spec.bind(spec.config("tiny", (), ("controller=kafka",)))
+    with serving(create_app(model=model, out_dir=Path("unused"))) as url, chromium_page() as page:
+        page.goto(f"{url}model?path=0")
+        page.locator("#enabled a.action").first.click()
+        page.wait_for_url("**/model?path=0,*")
+        assert top_of(page, "#protocol") + 150 < 800
+        assert top_of(page, "#protocol") < top_of(page, "#changes") < top_of(page, "#invariants")
+        assert page.locator("#invariants").evaluate("e => e.tagName") == "DETAILS"
+        assert "controller=kafka" in page.locator("#variants").inner_text()
+        assert "phase_b=subset" in page.locator("#variants").inner_text()
+
+
+def test_the_entities_the_violation_names_are_highlighted_in_the_picture():
+    """kraft's `ISR member 3 lacks committed offset 0 ...: its log has 0 records`: broker 3's box, and the
+    record it lacks drawn at offset 0 of its log; kip642's `leader 1 ... (offset 2: ...; offset 3: ...)`:
+    server 1 and those two entries of its log. Only at the violation: earlier steps point at nothing."""
+    trace = read_trace(KRAFT)
+    last = len(trace.states) - 1
+    with serving(create_app(traces=[trace])) as url, chromium_page() as page:
+        page.goto(f"{url}trace/0/step/{last}")
+        assert page.locator(".broker.culprit").evaluate_all("bs => bs.map(b => b.dataset.broker)") == ["3"]
+        culprit = page.locator('.broker.culprit[data-broker="3"]')
+        assert culprit.evaluate("b => getComputedStyle(b).borderTopColor") == "rgb(198, 40, 40)"
+        assert culprit.locator('.record.missing.culprit[data-offset="0"]').count() == 1
+        assert "broker 3" in page.locator("#culprit-legend").inner_text()
+        page.goto(f"{url}trace/0/step/{last - 1}")
+        assert page.locator(".culprit").count() == 0
+    trace = read_trace(KIP642)
+    with serving(create_app(traces=[trace])) as url, chromium_page() as page:
+        page.goto(f"{url}trace/0/step/{len(trace.states) - 1}")
+        server = page.locator('.broker.culprit[data-server="1"]')
+        assert server.count() == 1 and page.locator(".broker.culprit").count() == 1
+        assert server.locator(".record.culprit").evaluate_all("rs => rs.map(r => r.dataset.offset)") == ["2", "3"]
+
+
+def zk_requests_sent(trace) -> tuple[int, int]:
+    """Counted from the states themselves: how many controller requests and AlterPartitions were put in
+    flight over the run (a request more in a broker's inbox than the state before had), and how many of the
+    requests were of an older controller epoch than ZooKeeper's while in flight."""
+    from collections import Counter
+
+    sent, stale, before = 0, set(), Counter()
+    for index, state in enumerate(trace.states):
+        now = Counter((i, r) for i, b in enumerate(state.brokers) for r in b.inbox)
+        now.update((i, ("alter", b.alter, b.leader_epoch)) for i, b in enumerate(state.brokers) if b.alter)
+        sent += sum((now - before).values())
+        stale |= {key for key in now if key[1][0] != "alter" and key[1].ctrl_epoch < state.zk.controller_epoch}
+        before = now
+    return sent, len(stale)
+
+
+def test_a_zk_trace_has_a_timeline_with_an_arrow_per_request_and_stale_ones_marked():
+    for path in (ZK_STALE, ZK):
+        trace = read_trace(path)
+        sent, stale = zk_requests_sent(trace)
+        assert sent and stale, path.name  # both traces have deposed controllers' requests
+        with serving(create_app(traces=[trace])) as url, chromium_page() as page:
+            page.goto(f"{url}trace/0/step/{len(trace.states) - 1}")
+            svg = page.locator("#timeline svg.sequence")
+            assert svg.is_visible()
+            arrows = svg.locator("g.arrow")
+            assert arrows.count() == sent, path.name
+            lanes = svg.locator(".lane-name").evaluate_all("ts => ts.map(t => t.textContent)")
+            assert lanes[0] == "controller" and all(lane.startswith("broker ") for lane in lanes[1:])
+            for arrow in arrows.evaluate_all("gs => gs.map(g => g.dataset)"):
+                assert arrow["src"] in lanes and arrow["dst"] in lanes and "controller" in (arrow["src"], arrow["dst"])
+                assert arrow["delivered"] == "" or int(arrow["delivered"]) > int(arrow["sent"])
+            assert 0 < svg.locator("g.arrow.stale").count() <= sent
+            assert "controller epoch" in svg.locator("g.arrow.stale title").first.text_content()
+            # each step's column is a link to it, the step shown marked
+            assert svg.locator("a.step-link").count() == len(trace.states)
+            assert svg.locator("rect.step-column.current").count() == 1
+
+
+def test_zk_is_drawn_as_a_protocol():
+    """The controller's step on the phase track of its variant, ZooKeeper's znodes by path, and each broker
+    with its role and its log's records."""
+    trace = read_trace(ZK_STALE)
+    client = create_app(traces=[trace]).test_client()
+    for index, state in enumerate(trace.states):
+        html = client.get(f"/trace/0/step/{index}").text
+        assert 'class="view-zk"' in html
+        step = re.search(r'class="phase-step current" data-step="(\w+)"', html).group(1)
+        assert step == ("IDLE", "A0", "U1", "U3_OFFLINE", "U3_DELETE", "A1", "A2", "B1", "B2", "B3", "B4", "B5", "B6",
+                        "B7", "B8", "RESUME")[state.controller.step]
+        for znode in ("/brokers/topics/t", "/brokers/topics/t/partitions/0/state", "/admin/reassign_partitions",
+                      "/controller_epoch"):
+            assert f'data-znode="{znode}"' in html
+        assert html.count("data-broker=") == len(state.brokers)
+        assert len(re.findall(r'class="record epoch-\d', html)) == sum(len(b.log) for b in state.brokers)
+        assert ('class="role role-leader"' in html) == any(b.role == 2 for b in state.brokers)
+
+
+def test_a_list_changed_by_one_element_shows_that_element():
+    """A request sent to a broker: its inbox row shows `+ (kind=LEADER_AND_ISR, ...)` alone, not the whole
+    inbox before and after."""
+    trace = read_trace(ZK_STALE)
+    view_steps = __import__("harness.present", fromlist=["trace_view"]).trace_view(trace).steps
+    index, path = next((s.index, p) for s in view_steps for p, (before, after) in s.changes.items()
+                       if p.endswith(".inbox") and before != "[]" and after.count("(kind=") == before.count("(kind=") + 1)
+    client = create_app(traces=[trace]).test_client()
+    html = client.get(f"/trace/0/step/{index}").text
+    row = re.search(rf'<tr class="changed elements" data-path="{re.escape(path)}">(.*?)</tr>', html, re.S)
+    assert row, (index, path)
+    assert row.group(1).count('class="element-added"') == 1 and 'class="element-removed"' not in row.group(1)
+    assert 'class="before"' not in row.group(1)
+
+
+def test_element_changes_reads_shown_lists_sets_and_bags():
+    from harness.explore.element_diff import element_changes, shown_elements
+
+    assert shown_elements("[1,(a=1, b=[2,3])]") == ["1", "(a=1, b=[2,3])"]
+    assert shown_elements("[]") == [] and shown_elements("3") is None and shown_elements("[1,(2]") is None
+    a, b, c = "(kind=LEADER_AND_ISR, leader=1)", "(kind=STOP_REPLICA, leader=2)", "(kind=LEADER_AND_ISR, leader=3)"
+    assert element_changes(f"[{a},{b}]", f"[{a},{b},{c}]") == ([], [c])
+    assert element_changes(f"{{{a},{b},{c}}}", f"{{{a},{c}}}") == ([b], [])
+    assert element_changes(f"[{a},{a},{b}]", f"[{a},{b}]") == ([a], [])  # a bag: one of the two left
+    assert element_changes(f"[{a}]", f"[{b}]") is None  # nothing kept: before and after read better
+    assert element_changes("{1,2}", "{2,3}") is None  # short: whole reads better
+    assert element_changes(f"{{{a}}}", f"[{a},{b}]") is None and element_changes("3" * 50, "4" * 50) is None
+
+
+def test_culprits_are_read_from_every_models_reasons():
+    from harness.explore.culprits import culprits_named
+
+    cases = {"ISR member 3 lacks committed offset 0 (epoch 1): its log has 0 records": ({3}, {0}),
+             "ISR members {1,3} are not replicas [2,3]": ({1, 3}, set()),
+             "broker 2 still follows although RS is [1]": ({2}, set()),
+             "leader 1 of epoch 2 has uncommitted VoterAssignments beyond its HWM 2 (offset 2: voters {1,2}; "
+             "offset 3: voters {1,2,3})": ({1}, {2, 3}),
+             "a broker applied a request of a superseded controller": (set(), set())}
+    for reason, (brokers, offsets) in cases.items():
+        found = culprits_named([reason, None])
+        assert (found.brokers, found.offsets) == (brokers, offsets), reason
+
+
+def test_a_counterexample_to_induction_is_shown_as_its_pre_and_post_state(tmp_path):
+    code, out, err = run_cli("prove", "kraft", "--mutation", "completion_ignores_min_isr", "--brokers", 2,
+                             "--depth", 2, "--out", tmp_path)
+    assert code == 1, err
+    path = sorted(tmp_path.glob("*-cti.itf.json"))[0]
+    doc = json.loads(path.read_text())
+    pre, post = ({k: v for k, v in s.items() if k != "#meta"} for s in doc["states"])
+    from harness.trace import read_shown
+
+    with serving(create_app(traces=[read_shown(path)])) as url, chromium_page() as page:
+        page.goto(url)
+        page.wait_for_url("**/step/0")
+        assert page.locator("#violated-property").inner_text() == doc["#meta"]["property"]
+        assert page.locator("#cti-rule").inner_text().startswith(doc["#meta"]["rule"])
+        assert page.locator("#pre-state").is_visible() and page.locator("#post-state").is_visible()
+        rows = page.locator("table.cti tr[data-path]")
+        assert rows.count() == len(doc["vars"])
+        changed = page.locator("table.cti tr.changed").evaluate_all("rs => rs.map(r => r.dataset.path)")
+        assert set(changed) == {k for k in doc["vars"] if pre[k] != post[k]} and changed
+        assert "reachab" in page.locator("#violation").inner_text()
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # the command reads the CTI, then meets the port
+        code, out, err = run_cli("explore", path, "--port", taken.getsockname()[1])
+    assert code == 2 and err.startswith("error: --port "), err
+
+
+def test_the_docs_show_the_explorer_screenshots_the_capture_script_takes():
+    from harness.explore.capture import DOCS
+
+    doc = (ROOT / "docs" / "explorer.md").read_text()
+    for name in DOCS:
+        png = ROOT / "docs" / "images" / name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"images/{name}" in doc
+        assert png.read_bytes()[16:24] == (1280).to_bytes(4, "big") + (800).to_bytes(4, "big")  # the IHDR size
+    assert "make screenshots" in doc
+
+
+def test_kip642_exchanges_are_arrows_within_their_step():
+    """kip642 has no network in its state: each Fetch or VoteRequest is one rule, drawn as an arrow from the
+    request's sender to its receiver within that step's column."""
+    trace = read_trace(CORPUS / "kip642-ongaro-change_before_epoch_commit-LeaderCompleteness.itf.json")
+    exchanges = [(i, a) for i, a in enumerate(trace.actions)
+                 if a is not None and a.rule in ("fetch", "handle_vote_request", "stand_against_nonvoter")]
+    assert {a.rule for _, a in exchanges} >= {"fetch", "handle_vote_request"}
+    html = create_app(traces=[trace]).test_client().get("/trace/0/step/0").text
+    drawn = re.findall(r'<g class="arrow[^"]*" data-src="server (\d+)" data-dst="server (\d+)" data-sent="(\d+)" '
+                       r'data-delivered="(\d+)"', html)
+    expected = [(str(dict(a.params)["follower" if a.rule == "fetch" else "candidate"]),
+                 str(dict(a.params)["leader" if a.rule == "fetch" else "voter"]), str(i), str(i)) for i, a in exchanges]
+    assert sorted(drawn) == sorted(expected)

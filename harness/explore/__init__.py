@@ -11,7 +11,9 @@ URL, each checked against the actions enabled in the state it applies to. Nothin
 ever evaluated: traces are read by harness/trace.py, the protocol views are the specs' own functions of a
 decoded state, and jinja2 escapes every value it prints.
 
-The explorer is not an engine: it takes the Spec from the registry and calls its `protocol_view`.
+The explorer is not an engine: it takes the Spec from the registry and calls its `protocol_view`. Beside this
+module: the message timeline across a run's states (timeline.py), the entities a violation's reason names
+(culprits.py), lists changed by element (element_diff.py) and the docs' screenshots (capture.py).
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ from flask import Flask, abort, redirect, render_template, request, url_for
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from harness.errors import BadInput
-from harness.model import Action, Model
-from harness.present import Step, View, guarded, run_steps, trace_view
-from harness.trace import Outcome, Trace, trace_filename, write_trace
+from harness.explore.culprits import Culprits, culprits_named
+from harness.explore.element_diff import element_changes
+from harness.explore.timeline import Timeline, message_timeline
+from harness.model import Action, Model, variant_of
+from harness.present import Step, View, guarded, run_steps, view_of
+from harness.trace import Cti, Outcome, Trace, trace_filename, write_trace
 
 HOST = "127.0.0.1"  # loopback only: the explorer has no authentication
 NAMES = (HOST, "localhost")  # the Host names a browser on this machine gives the server (see `served_hosts`)
@@ -93,16 +98,32 @@ def action_params(model: Model, action: Action | None) -> list[tuple[str, str]]:
     return [] if action is None else model.format_params(action)
 
 
+def variants_text(model: Model) -> str:
+    """The chosen variants as `name=value` (booleans as users type them), "-" for a spec without any."""
+    chosen = variant_of(model.spec, model.config)
+    return " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in chosen.items()) or "-"
+
+
 @dataclass
 class LoadedTrace:
-    """A trace given on the command line, with the view `show` prints of it."""
+    """A trace (or a prover's counterexample to induction) given on the command line, with the view `show`
+    prints of it and, for a trace, each state's protocol drawing and the message timeline across them."""
 
-    trace: Trace
+    trace: Trace | Cti
     view: View
+    drawings: list[dict]
+    timeline: Timeline | None
 
     @property
     def name(self) -> str:
         return Path(self.trace.path).name
+
+
+def loaded(document: Trace | Cti) -> LoadedTrace:
+    if isinstance(document, Cti):  # two symbolic states, not states of the model: no drawing, no timeline
+        return LoadedTrace(document, view_of(document), [], None)
+    drawings = [protocol_view(document.model, state) for state in document.states]
+    return LoadedTrace(document, view_of(document), drawings, message_timeline(drawings, document.actions))
 
 
 @dataclass
@@ -154,15 +175,18 @@ def save_walk(model: Model, walk: Walk, out_dir: Path) -> Path:
 
 # ------------------------------------------------------------------------------------ the application
 
-def create_app(traces: list[Trace] | None = None, model: Model | None = None, out_dir: Path = Path("traces")) -> Flask:
-    """The explorer of `traces` (trace mode) or of `model` (model mode, saving walks under `out_dir`)."""
+def create_app(traces: list[Trace | Cti] | None = None, model: Model | None = None,
+               out_dir: Path = Path("traces")) -> Flask:
+    """The explorer of `traces` (trace mode: traces, or counterexamples to induction shown as their pre- and
+    post-state) or of `model` (model mode, saving walks under `out_dir`)."""
     if (traces is None) == (model is None):
         raise ValueError("explore either traces or a model")
     _log_without_blocking()
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY  # werkzeug refuses a longer body (413) before reading it
     app.jinja_env.trim_blocks = app.jinja_env.lstrip_blocks = True
-    loaded = [LoadedTrace(t, trace_view(t)) for t in traces or ()]
+    app.jinja_env.globals["element_changes"] = element_changes
+    loaded_traces = [loaded(t) for t in traces or ()]
     save_token = secrets.token_urlsafe(16)  # a page of another site cannot post a save without it
 
     @app.before_request
@@ -176,14 +200,14 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
     def index():
         if model is not None:
             return redirect(url_for("model_page"))
-        if len(loaded) == 1:
+        if len(loaded_traces) == 1:
             return redirect(url_for("trace_step", number=0, index=0))
-        return render_template("index.html", traces=loaded)
+        return render_template("index.html", traces=loaded_traces)
 
     def loaded_trace(number: int) -> LoadedTrace:
-        if number >= len(loaded):
+        if number >= len(loaded_traces):
             abort(404)
-        return loaded[number]
+        return loaded_traces[number]
 
     @app.get("/trace/<int:number>/")
     def trace_start(number: int):
@@ -198,13 +222,16 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
             abort(404)
         step = view.steps[index]
         last = len(view.steps) - 1
+        if isinstance(trace, Cti):
+            return render_template("cti.html", item=item, view=view, pre=view.steps[0], post=view.steps[1])
+        closing = view.closing if index == last else []
         return render_template(
             "trace.html", item=item, number=number, view=view, step=step, last=last, loop_start=trace.loop,
-            params=action_params(trace.model, trace.actions[index]),
-            protocol=protocol_view(trace.model, trace.states[index]),
-            previous=protocol_view(trace.model, trace.states[index - 1]) if index else None,
-            tree=field_tree(step), closing=view.closing if index == last else [],
-            outcome=view.header["outcome"])
+            params=action_params(trace.model, trace.actions[index]), protocol=item.drawings[index],
+            previous=item.drawings[index - 1] if index else None, timeline=item.timeline,
+            tree=field_tree(step), closing=closing, outcome=view.header["outcome"],
+            culprits=culprits_named([dict(closing).get("reason")]),
+            step_urls=[url_for("trace_step", number=number, index=i) for i in range(last + 1)])
 
     @app.get("/model")
     def model_page():
@@ -213,12 +240,15 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
         text = request.args.get("path", "")
         if not text:
             inits = model.init_states()
-            return render_template("model_init.html", model=model, inits=[
-                {"choice": i, "protocol": protocol_view(model, s), "tree": field_tree(run_steps(model, [s], [None])[0])}
-                for i, s in enumerate(inits)])
+            return render_template("model_init.html", model=model, variants=variants_text(model), culprits=Culprits(),
+                                   inits=[{"choice": i, "protocol": protocol_view(model, s),
+                                           "tree": field_tree(run_steps(model, [s], [None])[0])}
+                                          for i, s in enumerate(inits)])
         walk = parse_walk(model, text)
         steps = run_steps(model, walk.states, walk.actions)
         state = walk.states[-1]
+        drawings = [protocol_view(model, s) for s in walk.states]
+        invariants = invariant_rows(model, state)
         enabled = [{"index": index, "label": model.format_action(model.actions[index]),
                     "params": model.format_params(model.actions[index]),
                     "path": walk_text(walk.choices + [index])} for index, _ in model.successors(state)]
@@ -226,10 +256,12 @@ def create_app(traces: list[Trace] | None = None, model: Model | None = None, ou
         return render_template(
             "model.html", model=model, walk=walk, path=text, step=steps[-1], history=history, enabled=enabled,
             back=walk_text(walk.choices[:-1]), params=action_params(model, walk.actions[-1]),
-            protocol=protocol_view(model, state),
-            previous=protocol_view(model, walk.states[-2]) if len(walk.states) > 1 else None,
-            tree=field_tree(steps[-1]), invariants=invariant_rows(model, state), token=save_token,
-            quiescent=guarded(lambda: model.quiescent(state)))
+            protocol=drawings[-1], previous=drawings[-2] if len(drawings) > 1 else None,
+            timeline=message_timeline(drawings, walk.actions),
+            step_urls=[url_for("model_page", path=walk_text(walk.choices[:i + 1])) for i in range(len(walk.choices))],
+            tree=field_tree(steps[-1]), invariants=invariants,
+            token=save_token, quiescent=guarded(lambda: model.quiescent(state)), variants=variants_text(model),
+            culprits=culprits_named([row["reason"] for row in invariants]))
 
     @app.post("/model/save")
     def model_save():

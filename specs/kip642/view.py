@@ -12,7 +12,8 @@ from specs.kip642.state import CANDIDATE, KIND, LEADER, LEADER_CHANGE, ROLE, VOT
 @spec.protocol_view
 def drawn(cfg: Kip642Config, s: State) -> dict:
     """The state as `harness explore` draws a quorum (template views/quorum.html): the voters, each
-    server's role and epoch, and its log with the VoterAssignment entries set apart from the records."""
+    server's role and epoch, and its log with the VoterAssignment entries set apart from the records; the
+    rules that are exchanges, for the message timeline."""
     def show_set(m: int) -> str:
         return IdSet().show(m)
 
@@ -44,4 +45,11 @@ def drawn(cfg: Kip642Config, s: State) -> dict:
                ("commit epoch", str(s.commit_epoch)), ("committed overwritten", str(s.committed_overwritten)),
                ("two leaders in an epoch", str(s.two_leaders_in_an_epoch)),
                ("budget", ", ".join(f"{k} {n}" for k, n in s.budget._asdict().items()))]
-    return {"kind": "quorum", "summary": summary, "servers": servers, "history": history}
+    return {"kind": "quorum", "summary": summary, "servers": servers, "history": history, "exchanges": EXCHANGES}
+
+
+# The rules that are a whole request and its answer in one step, for the explorer's message timeline: the
+# parameters naming the sender and the receiver of the request.
+EXCHANGES = {"fetch": {"src": "follower", "dst": "leader", "lane": "server", "label": "Fetch"},
+             "handle_vote_request": {"src": "candidate", "dst": "voter", "lane": "server", "label": "Vote"},
+             "stand_against_nonvoter": {"src": "candidate", "dst": "voter", "lane": "server", "label": "Vote"}}

@@ -14,14 +14,15 @@ from specs.kraft.state import (AWAITING_METADATA, BROKER_STATUS, FENCED, NO_RESP
 def drawn(cfg: KraftConfig, s: State) -> dict:
     """The state as `harness explore` draws a replicated log (template views/replicated_log.html): the
     controller's partition metadata, each broker's log by leader epoch with its marks and what it has
-    learned, a leader's Maximal ISR, and the AlterPartition requests and responses in flight."""
+    learned, a leader's Maximal ISR, and the AlterPartition requests and responses in flight (also as
+    `messages` for the explorer's timeline, a request of an older partition epoch marked stale)."""
     p = s.partition
     controller = [("replicas", as_list(p.replicas)), ("ISR", as_set(p.isr)), ("ELR", as_set(p.elr)),
                   ("last known ELR", as_set(p.last_known_elr)), ("leader", OptId().show(p.leader)),
                   ("leader epoch", str(p.leader_epoch)), ("partition epoch", str(p.partition_epoch)),
                   ("adding", as_set(p.adding)), ("removing", as_set(p.removing)),
                   ("recovering", str(p.recovering))]
-    brokers, in_flight = [], []
+    brokers, in_flight, messages = [], [], []
     for i, b in enumerate(s.brokers, 1):
         running = b.status >= FENCED
         leads = running and b.known_leader == i
@@ -39,15 +40,23 @@ def drawn(cfg: KraftConfig, s: State) -> dict:
                         "known": known, "maximal_isr": as_set(b.maximal_isr) if leads else None})
         req, response = b.pending, b.response
         if req.isr and response.status == NO_RESPONSE_YET:
-            in_flight.append(f"AlterPartition broker {i} -> controller: ISR {as_set(req.isr)}, leader epoch "
-                             f"{req.leader_epoch}, partition epoch {req.partition_epoch}")
+            text = (f"AlterPartition broker {i} -> controller: ISR {as_set(req.isr)}, leader epoch "
+                    f"{req.leader_epoch}, partition epoch {req.partition_epoch}")
+            in_flight.append(text)
+            stale = (f"partition epoch {req.partition_epoch} < the controller's {p.partition_epoch}"
+                     if req.partition_epoch < p.partition_epoch else "")
+            messages.append({"src": f"broker {i}", "dst": "controller", "label": "AlterPartition", "text": text,
+                             "stale": stale})
         elif NO_RESPONSE_YET < response.status < AWAITING_METADATA:
-            in_flight.append(f"AlterPartition response controller -> broker {i}: "
-                             f"{RESPONSE_STATUS.show(response.status)}, ISR {as_set(response.isr)}, leader epoch "
-                             f"{response.leader_epoch}, partition epoch {response.partition_epoch}")
+            text = (f"AlterPartition response controller -> broker {i}: "
+                    f"{RESPONSE_STATUS.show(response.status)}, ISR {as_set(response.isr)}, leader epoch "
+                    f"{response.leader_epoch}, partition epoch {response.partition_epoch}")
+            in_flight.append(text)
+            messages.append({"src": "controller", "dst": f"broker {i}", "text": text, "stale": "",
+                             "label": RESPONSE_STATUS.show(response.status).lower().replace("_", " ")})
         elif response.status == AWAITING_METADATA:
             in_flight.append(f"broker {i} awaits metadata newer than partition epoch {req.partition_epoch}")
     history = [("committed (epochs)", as_list(s.committed)), ("acknowledged", as_list(s.acked)),
                ("budget", ", ".join(f"{k} {v}" for k, v in s.budget._asdict().items()))]
     return {"kind": "replicated_log", "controller": controller, "brokers": brokers, "in_flight": in_flight,
-            "history": history}
+            "messages": messages, "history": history}
