@@ -482,7 +482,7 @@ def describe_cmd(spec_name: str, preset: str | None, as_json: bool) -> None:
 @click.option("--max-states", type=click.IntRange(min=1), default=None, help="stop beyond this many states (exit 3)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON (on stderr with --out -)")
 def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_dir, max_states, as_json) -> None:
-    """Export the reachable state graph (networkx) with action labels on edges, and summarise it."""
+    """Export the reachable state graph with action labels on edges, and summarise it."""
     import tempfile
 
     from harness.engines import graph

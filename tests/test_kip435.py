@@ -311,13 +311,13 @@ def test_at_the_liveness_preset_every_rule_fires_and_the_only_lasso_is_the_decla
     assert config.wait == "none" and config.max_failures == 1
     m = SPEC.bind(config)
     result, g = graph.explore(m, check_safety=False)
-    assert {m.rules[i].name for i in set().union(*g.enabled_rules)} == {r.name for r in SPEC.rules}
+    assert {m.rules[i].name for i in set().union(*map(g.rules_enabled, range(len(g))))} == {r.name for r in SPEC.rules}
     assert liveness_verdicts(SPEC, "liveness", result.stats["liveness"]) == {"ReachesFTR": "expected failure"}
     [lasso] = result.violations
     assert lasso.depth == 8 and lasso.states[-1].lost
     fair = {i for i, r in enumerate(m.rules) if r.fair}
     reaches = SPEC.liveness["ReachesFTR"].goal
-    stuck = [s for n, s in enumerate(g.states) if not g.enabled_rules[n] & fair and not reaches(config, s)]
+    stuck = [s for n, s in enumerate(g.all_states()) if not g.rules_enabled(n) & fair and not reaches(config, s)]
     assert result.stats["nontrivial_sccs"] == 0 and stuck
     assert all(s.lost and any(not p.isr for p in s.partitions) for s in stuck)
     safe = SPEC.bind(SPEC.config("liveness", variants=["wait=target"]))

@@ -265,7 +265,7 @@ def test_a_mutation_gives_a_shortest_replayable_trace(tmp_path):
 
 def test_graph_engine_nodes_are_views_and_liveness_holds_at_p1():
     result, g = graph.explore(model("p1"))
-    assert len(g.states) == TLC["p1"][0]
+    assert len(g) == TLC["p1"][0]
     assert not result.violations
     assert all(r["holds"] for r in result.stats["liveness"].values())
 
@@ -472,12 +472,13 @@ def test_the_graph_engine_keeps_the_budget_counters_the_view_drops():
 
     def on_cycles(m):
         g, _ = graph.build(m, check_safety=False)
+        G = g.digraph()
         rules = set()
-        for c in nx.strongly_connected_components(g.graph):
+        for c in nx.strongly_connected_components(G):
             for u in c:
-                for v in g.graph.successors(u):
+                for v in G.successors(u):
                     if v in c:
-                        rules.update(m.actions[a].rule for a in g.graph[u][v]["actions"])
+                        rules.update(m.actions[a].rule for a in G[u][v]["actions"])
         return rules
 
     m = model("liveness")

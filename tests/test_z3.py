@@ -147,7 +147,7 @@ def reachable_partitions(random_states=400):
 
     g = tiny_graph()
     seen = {}
-    for state in g.states:
+    for state in g.all_states():
         p = state.partition._replace(last_known_elr=0)
         seen.setdefault(key(p), p)
     rnd = random.Random(0)
