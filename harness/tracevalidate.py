@@ -24,6 +24,7 @@ broker's epoch is mapped to the count of its registrations since the topic was c
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -359,3 +360,33 @@ def verdict_json(verdict: Verdict, trace_path: Path | None) -> dict:
 
 def action_label(model: Model, action: Action | None) -> str:
     return "init" if action is None else model.format_action(action)
+
+
+def verdict_lines(result: dict) -> list[str]:
+    """`verdict_json`'s answer as the text `conform` prints."""
+    lines = []
+    if "scenario" in result:
+        lines.append(f"scenario {result['scenario']} on Kafka {result['kafka']}: cluster started in "
+                     f"{result['cluster_start_seconds']:.1f} s, scenario {result['scenario_seconds']:.1f} s, "
+                     f"validation {result['validation_seconds']:.1f} s; logs and data in {result['workdir']}")
+    lines.append(f"read {result['records_read']} records in {result['batches']} batches; "
+                 f"{result['records_validated']} about topic {result['topic']}'s partition 0 and the brokers")
+    if result["explained"]:
+        lines.append(f"explained: {result['model_steps_matched']} observed changes matched by "
+                     f"{result['model_steps']} model steps; trace {result['trace']}")
+    else:
+        r = result.get("first_unexplained_record")
+        if r:
+            lines.append(f"unexplained: record at offset {r['offset']} ({r['type']} {json.dumps(r['data'])}): "
+                         f"{result['reason']}")
+        else:
+            lines.append(f"unexplained: {result['reason']}")
+        lines.append(f"model states possible just before it: {result['possible_states_before']}; "
+                     f"what one model step could write instead:")
+        lines.extend(f"  {text}" for text in result["model_could_write"])
+    side = result.get("broker_side")
+    if side:
+        lines.append(f"brokers: describeTopics {side['describe']}, model {side.get('model')}: "
+                     f"{'match' if side.get('matches_model') else 'DIFFER'}; end offset {side['end_offset']} of "
+                     f"{side['produced_acked']} acked records")
+    return lines

@@ -121,6 +121,7 @@ class Cluster:
         self.nodes: dict[int, Node] = {}
         self.started: list[subprocess.Popen] = []  # every JVM this cluster started, for stop()
         self.start_seconds: float | None = None
+        self.admin = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -208,16 +209,22 @@ class Cluster:
             time.sleep(0.5)
 
     def stop(self) -> None:
-        """Kill every JVM this cluster started and wait for each to be gone (the logs and data stay)."""
-        admin = getattr(self, "admin", None)
+        """Kill every JVM this cluster started and wait for each to be gone (the logs and data stay).
+        A kill, not a controlled shutdown: the metadata log is complete (KRaft flushes before it commits),
+        and three nodes stopping together would wait on each other's quorum."""
+        self.stop_processes()
+        admin = self.admin
         if admin is not None:
-            admin.close()
             self.admin = None
-        for process in self.started:
-            if process.poll() is None:
-                process.kill()
+            admin.close()
         for process in self.started:
             process.wait()
+
+    def stop_processes(self) -> None:
+        """SIGKILL every JVM this cluster started (safe from another thread: the interrupt watcher)."""
+        for process in list(self.started):
+            if process.poll() is None:
+                process.kill()
 
     # ------------------------------------------------------------------ faults
 

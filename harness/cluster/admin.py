@@ -58,7 +58,7 @@ class Admin:
 
     def close(self) -> None:
         if self.client is not None:
-            self.client.close(self.java.time.Duration.ofSeconds(2))
+            self.client.close(self.java.time.Duration.ZERO)  # the nodes may be gone: do not wait on them
             self.client = None
 
     def _get(self, future, timeout_ms: int = CALL_TIMEOUT_MS):
