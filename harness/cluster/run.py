@@ -27,8 +27,9 @@ def validate_log(path: Path, version: str, out: Path | None, topic: str | None =
     trace = None
     if verdict.explained and out is not None:
         trace = write_trace(out / TRACE_NAME, verdict.model, verdict.states, verdict.actions, Outcome("none"),
-                            "tracevalidate", extra={"metadata_log": str(path),
-                                                    "observed_batches": verdict.observed_offsets})
+                            "tracevalidate", extra={"note": f"trace validation of the metadata log {path}: the model "
+                                                    f"steps that change what the log shows match its batches at "
+                                                    f"offsets {verdict.observed_offsets}"})
     return verdict, trace
 
 
