@@ -636,8 +636,11 @@ def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -
               "(default: clusters/<scenario>-<UTC time>)")
 @click.option("--out", default="traces", show_default=True, type=Folder(file_okay=False),
               help="with --metadata-log: where the model trace goes")
+@click.option("--start-timeout", type=click.FloatRange(min=0.1, max=3600), default=120.0, show_default=True,
+              help="seconds for the cluster to start (every broker unfenced); later: exit 2, nothing left running")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object on stdout")
-def conform_cmd(spec_name, on_cluster, scenario, list_scenarios, version, metadata_log, topic, workdir, out, as_json):
+def conform_cmd(spec_name, on_cluster, scenario, list_scenarios, version, metadata_log, topic, workdir, out,
+                start_timeout, as_json):
     """Trace validation (issue 40): with --cluster, start a real 3-node KRaft cluster from Kafka's jars on
     127.0.0.1, run a scenario of admin calls and faults, stop the cluster, and check that its metadata log
     is a behaviour of the kraft model's controller projection; with --metadata-log, check a log you bring.
@@ -667,7 +670,7 @@ def conform_cmd(spec_name, on_cluster, scenario, list_scenarios, version, metada
         plan = named(scenario)
         folder = Path(workdir or f"clusters/{plan.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}")
         say = (lambda line: None) if as_json else (lambda line: print(line, file=sys.stderr, flush=True))
-        result = run.run_scenario(plan, version, folder, say)
+        result = run.run_scenario(plan, version, folder, say, start_timeout)
     else:
         verdict, trace = run.validate_log(Path(metadata_log), version, Path(out), topic=topic)
         result = run.tracevalidate.verdict_json(verdict, trace)

@@ -204,7 +204,7 @@ class Cluster:
             if self.admin.unfenced_brokers() == set(NODES):
                 return
             if time.monotonic() > deadline:
-                raise BadInput(f"the KRaft cluster did not start within {self.start_timeout:.0f} s: "
+                raise BadInput(f"the KRaft cluster did not start within {self.start_timeout:g} s: "
                                f"see the nodes' server.log under {self.workdir}")
             time.sleep(0.5)
 

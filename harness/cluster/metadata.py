@@ -50,6 +50,7 @@ def read_batches(path: Path) -> list[Batch]:
     # Kafka 4.4 moved the record classes into an `internal` package
     file_records = getattr(kafka.common.record, "internal", kafka.common.record).FileRecords
     batches: list[Batch] = []
+    seen = 0  # batches of any kind: a file with none is not a log segment
     for segment in segments(path):
         try:
             records = file_records.open(jpype.JPackage("java").io.File(str(segment)))
@@ -57,6 +58,7 @@ def read_batches(path: Path) -> list[Batch]:
             raise BadInput(f"cannot open {segment}: {exc.getMessage()}") from None
         try:
             for batch in records.batches():
+                seen += 1
                 if batch.isControlBatch():
                     continue
                 batch.ensureValid()  # a batch whose CRC does not match its bytes is corruption, not a record
@@ -74,4 +76,6 @@ def read_batches(path: Path) -> list[Batch]:
                            f"{exc.getClass().getSimpleName()}: {exc.getMessage()}") from None
         finally:
             records.close()
+    if not seen:
+        raise BadInput(f"{path} holds no record batch: not a KRaft metadata log")
     return batches

@@ -10,7 +10,7 @@ from typing import Callable
 
 from harness import interrupt, tracevalidate
 from harness.bitset import members
-from harness.cluster import Cluster
+from harness.cluster import START_TIMEOUT, Cluster
 from harness.cluster.admin import PartitionView, start_jvm_keeping_signals
 from harness.cluster.metadata import read_batches
 from harness.cluster.scenarios import TOPIC, Run, Scenario
@@ -48,20 +48,21 @@ def broker_side(view: PartitionView, end_offset: int, produced: int, verdict: tr
     return out
 
 
-def run_scenario(plan: Scenario, version: str, workdir: Path, say: Callable[[str], None]) -> dict:
+def run_scenario(plan: Scenario, version: str, workdir: Path, say: Callable[[str], None],
+                 start_timeout: float = START_TIMEOUT) -> dict:
     """Start a cluster in `workdir`, run `plan`, stop the cluster, validate node 1's metadata log."""
     began = time.monotonic()
-    cluster = Cluster(version, workdir)
+    cluster = Cluster(version, workdir, start_timeout)
     # a signal also kills the nodes from the interrupt watcher, should the main thread sit in a Java call
     with interrupt.cancelling(cluster.stop_processes), cluster:
         say(f"cluster started in {cluster.start_seconds:.1f} s at {cluster.bootstrap} (work folder {workdir})")
         Run(cluster, plan, say).run()
         view = cluster.admin.describe(TOPIC)
         end_offset = cluster.admin.end_offset(TOPIC)
-    ran = time.monotonic() - began
+    ran = time.monotonic() - began  # the cluster's start, the scenario and the stop
     verdict, trace = validate_log(cluster.nodes[1].metadata_log, version, workdir, TOPIC, plan.targets)
     result = tracevalidate.verdict_json(verdict, trace)
     result.update(scenario=plan.name, kafka=version, workdir=str(workdir), cluster_start_seconds=cluster.start_seconds,
-                  scenario_seconds=ran, validation_seconds=time.monotonic() - began - ran,
+                  scenario_seconds=ran - cluster.start_seconds, validation_seconds=time.monotonic() - began - ran,
                   broker_side=broker_side(view, end_offset, plan.produced, verdict))
     return result
