@@ -20,6 +20,7 @@ import pytest
 
 from conftest import ROOT, run_cli
 from harness.cluster.scenarios import SCENARIOS
+from harness.tracevalidate import verdict_lines
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
@@ -69,7 +70,7 @@ def test_the_short_scenario_is_explained_by_the_model(short_run, tmp_path):
 
 def _tamper_isr(log_dir, topic_records):
     """Rewrite, in the segment file, the ISR of the partition change that completed the reassignment
-    ([2,3] -> [2,1], same size), and fix its batch's CRC with Kafka's own Crc32C: a log Kafka would read.
+    ([2,3] -> [2,1], same size), and fix its batch's CRC-32C: a log Kafka reads without complaint.
     Returns the record's offset."""
     import jpype
     from harness.cluster.admin import start_jvm_keeping_signals
@@ -97,7 +98,9 @@ def _tamper_isr(log_dir, topic_records):
     body = bytes(data[start:start + size])
     assert body.count(tagged_isr(isr)) == 1
     body = body.replace(tagged_isr(isr), tagged_isr(forged))
-    crc = int(kafka.common.utils.Crc32C.compute(body, 21, size - 21)) & 0xFFFFFFFF  # CRC-32C from the attributes on
+    checksum = jpype.JPackage("java").util.zip.CRC32C()  # the JDK's CRC-32C, which Kafka's batches use
+    checksum.update(body, 21, size - 21)  # from the attributes to the batch's end
+    crc = int(checksum.getValue())
     body = body[:17] + struct.pack(">I", crc) + body[21:]
     data[start:start + size] = body
     segment.write_bytes(bytes(data))
@@ -113,11 +116,7 @@ def test_a_tampered_isr_is_unexplained_at_that_record(short_run, tmp_path):
 
     log_dir = tmp_path / "__cluster_metadata-0"
     shutil.copytree(folder / "node-1" / "data" / "__cluster_metadata-0", log_dir)
-    # the copy as it is: explained, with the same counts
-    code, out, err = conform("--metadata-log", log_dir, "--topic", "reassigned", "--out", tmp_path / "t0", "--json")
-    assert code == 0, err
-    assert json.loads(out)["records_validated"] == answer["records_validated"]
-
+    # (as it is, this log is the one short_run found explained)
     start_jvm_keeping_signals(default_version())
     records = [r for b in read_batches(log_dir) for r in b.records]
     offset, forged = _tamper_isr(log_dir, records)
@@ -133,8 +132,8 @@ def test_a_tampered_isr_is_unexplained_at_that_record(short_run, tmp_path):
     assert any("replicas [2,3] isr {2,3}" in text for text in tampered["model_could_write"])
     assert not (tmp_path / "t1").exists()  # no trace for an unexplained log
     # the text form says the same in a few lines
-    code, out, err = conform("--metadata-log", log_dir, "--topic", "reassigned", "--out", tmp_path / "t1")
-    assert code == 1 and f"unexplained: record at offset {offset} (PartitionChangeRecord" in out
+    assert any(line.startswith(f"unexplained: record at offset {offset} (PartitionChangeRecord")
+               for line in verdict_lines(tampered))
 
 
 def test_a_cluster_that_does_not_start_in_time_is_one_line_and_leaves_nothing(tmp_path):

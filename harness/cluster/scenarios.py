@@ -46,6 +46,7 @@ class Scenario:
     steps: tuple[Step, ...]
     configs: dict = field(default_factory=dict)  # the topic's configs
     nightly: bool = True  # False: the short one `make test` runs
+    known: str = ""  # a known divergence of Kafka from the model this scenario may show (the nightly reports it)
 
     @property
     def targets(self) -> tuple[tuple[int, ...], ...]:
@@ -76,7 +77,9 @@ SCENARIOS = {s.name: s for s in (
                  Step("kill", 1, until="fenced", value=1),
                  Step("restart", 1, until="assignment", value=(1, 3)),
                  Step("wait", until="isr", value=(1, 3)),
-             )),
+             ), known="Kafka 4.4 may complete [1,3,2] with ISR {2,3} to [1,3] while 1 (a target replica that was "
+                      "already one) is out of the ISR (KAFKA-19975, after the model's Kafka commit 1eb76443): the "
+                      "kafka variant waits for every target replica in the ISR"),
     Scenario("shutdown-target", "a controlled shutdown of a target: [1,2] -> [1,3] waits for broker 3, which "
              "then restarts", (1, 2), (
                  Step("produce", 2),
@@ -156,8 +159,9 @@ class Run:
         """Poll until the condition holds (every 0.25 s, WAIT_TIMEOUT at most)."""
         admin = self.admin
         conditions = {
-            "assignment": lambda: (v := admin.describe(TOPIC)).replicas == value and not admin.reassigning(TOPIC)
-            and v.leader != -1,
+            # a set: a cancellation keeps the merged list's order ([1,2] -> [2,3] cancelled is [2,1])
+            "assignment": lambda: set((v := admin.describe(TOPIC)).replicas) == set(value)
+            and not admin.reassigning(TOPIC) and v.leader != -1,
             "reassigning": lambda: admin.reassigning(TOPIC),
             "isr": lambda: set(admin.describe(TOPIC).isr) == set(value),
             "leader": lambda: admin.describe(TOPIC).leader == value,
@@ -180,5 +184,5 @@ class Run:
 
 def describe_scenarios() -> list[dict]:
     return [{"name": s.name, "summary": s.summary, "replicas": list(s.replicas), "configs": s.configs,
-             "nightly_only": s.nightly, "steps": [step.text() for step in s.steps]} for s in SCENARIOS.values()]
+             "nightly_only": s.nightly, "known": s.known, "steps": [step.text() for step in s.steps]} for s in SCENARIOS.values()]
 
