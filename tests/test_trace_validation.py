@@ -222,3 +222,27 @@ def test_each_longer_scenario_is_explained(tmp_path, name):
     assert code == 0, err + out
     assert json.loads(out)["explained"] is True
     assert not jvms_of(tmp_path / name)
+
+
+def test_the_nightly_report_shows_each_scenarios_verdict(tmp_path, monkeypatch):
+    """ci/nightly.py's KRaft section, from a night's summary (no cluster needed): every verdict in the report;
+    an unexplained scenario fails the night unless the scenario names it a known divergence."""
+    monkeypatch.syspath_prepend(str(ROOT / "ci"))
+    import nightly
+    import report
+
+    def row(verdict, known, detail=""):
+        return {"verdict": verdict, "known": known, "records_validated": 9, "steps_matched": 6, "detail": detail,
+                "cluster_start_seconds": 20.5, "seconds": 50.1}
+
+    scenarios = {"kill-leader": row("explained", False), "kill-leader-midway": row("unexplained", True, "KAFKA-19975"),
+                 "cancel": row("unexplained", False, "at offset 53"), "replace": row("error (exit 2)", False, "waited")}
+    summary = {"date": "2026-11-27", "outcome": "ok", "seed": 1, "folder": str(tmp_path), "failures": [],
+               "provenance": {"commit": "x"}, "models": {}, "configs": {}, "fuzz": {}, "kraft_cluster": scenarios}
+    assert nightly.failures_of(summary) == ["KRaft cluster scenario cancel: unexplained at offset 53",
+                                            "KRaft cluster scenario replace: error (exit 2) waited"]
+    report.render(tmp_path, summary, [])
+    html = (tmp_path / "report.html").read_text()
+    assert 'id="kraft-cluster"' in html
+    for name, v in scenarios.items():
+        assert f"<tr><td>{name}</td><td>{v['verdict']}</td><td>9</td><td>6</td>" in html

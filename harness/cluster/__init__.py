@@ -31,7 +31,6 @@ JVM_OPTIONS = ("-Xmx384m", "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel
 
 # Short timeouts, so that faults show within seconds: a killed broker is fenced after the session timeout.
 NODE_SETTINGS = {
-    "process.roles": "broker,controller",
     "controller.listener.names": "CONTROLLER",
     "inter.broker.listener.name": "PLAINTEXT",
     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -111,10 +110,13 @@ class Node:
 
 
 class Cluster:
-    """Three combined KRaft nodes (ids 1, 2, 3) of one Kafka version, in `workdir` (created here)."""
+    """Three KRaft nodes (ids 1, 2, 3) of one Kafka version, in `workdir` (created here): each a broker and,
+    if in `controllers` (default: all three, the combined mode), a controller too."""
 
-    def __init__(self, version: str, workdir: Path, start_timeout: float = START_TIMEOUT) -> None:
+    def __init__(self, version: str, workdir: Path, start_timeout: float = START_TIMEOUT,
+                 controllers: tuple[int, ...] = NODES) -> None:
         self.version = version
+        self.controllers = controllers
         self.jars = classpath(version)
         self.workdir = Path(workdir)
         self.start_timeout = start_timeout
@@ -147,14 +149,18 @@ class Cluster:
             folder = self.workdir / f"node-{node_id}"
             folder.mkdir()
             self.nodes[node_id] = Node(node_id, folder, free_port(), free_port())
-        voters = ",".join(f"{n.id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
+        voters = ",".join(f"{n.id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values()
+                          if n.id in self.controllers)
         cluster_id = kafka_uuid()
         began = time.monotonic()
         for node in self.nodes.values():
+            controller = node.id in self.controllers
             settings = dict(NODE_SETTINGS, **{
+                "process.roles": "broker,controller" if controller else "broker",
                 "node.id": str(node.id),
                 "controller.quorum.voters": voters,
-                "listeners": f"PLAINTEXT://127.0.0.1:{node.broker_port},CONTROLLER://127.0.0.1:{node.controller_port}",
+                "listeners": f"PLAINTEXT://127.0.0.1:{node.broker_port}"
+                             + (f",CONTROLLER://127.0.0.1:{node.controller_port}" if controller else ""),
                 "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.broker_port}",
                 "log.dirs": str(node.data),
             })
