@@ -32,6 +32,7 @@ from typing import Any
 
 from harness.bitset import as_list, as_set, mask
 from harness.cluster.metadata import Batch, Record
+from harness.errors import BadInput
 from harness.model import Action, Model
 
 OBSERVED_BUDGET = 1000  # far beyond the faults and requests of any observed log
@@ -65,6 +66,19 @@ class Observed:
     topic: str | None = None
     topic_id: str | None = None
     partition: dict[str, Any] | None = None  # PartitionRecord fields, with changes merged in
+
+    def about(self, record: Record) -> bool:
+        """A record about the brokers or the validated partition."""
+        d = record.data
+        return record.type in BROKER_RECORDS or (d.get("topicId") == self.topic_id and d.get("partitionId", 0) == 0)
+
+    def named_brokers(self) -> set[int]:
+        """Every broker id the registrations and the partition name."""
+        p = self.partition or {}
+        named = {b for b, r in self.brokers.items() if r.epochs}
+        for key in ("replicas", "isr", "eligibleLeaderReplicas", "lastKnownElr", "addingReplicas", "removingReplicas"):
+            named.update(p.get(key) or ())
+        return named | ({p["leader"]} if p.get("leader", -1) >= 0 else set())
 
     def apply(self, record: Record, topic: str | None) -> str | None:
         """Merge one record in; returns why the model cannot follow it (its config is fixed), or None."""
@@ -223,9 +237,7 @@ def validate(batches: list[Batch], topic: str | None = None,
     for batch in batches:
         for record in batch.records:
             reason = observed.apply(record, topic)
-            relevant = observed.partition is not None and (
-                record.type in BROKER_RECORDS or record.data.get("topicId") == observed.topic_id)
-            verdict.records_validated += relevant
+            verdict.records_validated += observed.partition is not None and observed.about(record)
             if reason:
                 return _unexplained(verdict, model, frontier, record, batch, reason)
             if record.type == "PartitionRecord" and model is None and observed.partition is not None:
@@ -241,6 +253,11 @@ def validate(batches: list[Batch], topic: str | None = None,
                 verdict.topic = observed.topic
         if model is None:
             continue
+        unknown = [b for b in observed.named_brokers() if b not in ids]
+        if unknown:
+            return _unexplained(verdict, model, frontier, first_relevant(batch, observed), batch,
+                                f"broker {unknown[0]} was not registered when the topic was created: the model's "
+                                f"brokers are fixed")
         new_projection = observed_projection(observed, ids)
         if frontier is None:  # the batch that created the partition: the model's initial state
             init = model.init_states()[0]
@@ -269,16 +286,15 @@ def validate(batches: list[Batch], topic: str | None = None,
         verdict.observed_offsets.append(batch.base_offset)
         verdict.steps_matched += 1
     if model is None:
-        verdict.explained = False
-        verdict.reason = "the log creates no partition to validate" + (f" of topic {topic}" if topic else "")
-        return verdict
+        raise BadInput(f"the metadata log creates no topic {topic!r}" if topic else
+                       "the metadata log creates no topic to validate (only internal ones, or none)")
     verdict.states, verdict.actions = _trace(model, history)
     return verdict
 
 
 def first_relevant(batch: Batch, observed: Observed) -> Record:
     for r in batch.records:
-        if r.type in BROKER_RECORDS or r.data.get("topicId") == observed.topic_id:
+        if observed.about(r):
             return r
     return batch.records[0]
 
