@@ -39,18 +39,16 @@ def conform(*args):
     return run_cli("conform", "kraft", *args)
 
 
-@pytest.fixture(scope="module")
-def short_run(tmp_path_factory):
-    """The short scenario, once for the module: (exit code, JSON answer, stderr, work folder, seconds)."""
-    folder = tmp_path_factory.mktemp("kraft") / "cluster"
+@pytest.mark.slow
+def test_the_short_scenario_is_explained_and_a_tampered_isr_is_not(tmp_path):
+    """One cluster run (one test, so that xdist never starts two): the short scenario is explained by the
+    model; then a copy of its metadata log with one record's ISR changed is unexplained at that record."""
+    folder = tmp_path / "cluster"
     began = time.monotonic()
     code, out, err = conform("--cluster", "--scenario", "kill-leader", "--workdir", folder, "--json")
-    return code, json.loads(out) if out else None, err, folder, time.monotonic() - began
-
-
-def test_the_short_scenario_is_explained_by_the_model(short_run, tmp_path):
-    code, answer, err, folder, seconds = short_run
+    seconds = time.monotonic() - began
     assert code == 0, err
+    answer = json.loads(out)
     assert answer["explained"] is True and answer["scenario"] == "kill-leader"
     # reassignment growth and completion, the fencing, the re-registration, the unfencing, the ISR expansion
     assert answer["model_steps_matched"] >= 5
@@ -66,6 +64,7 @@ def test_the_short_scenario_is_explained_by_the_model(short_run, tmp_path):
     assert (folder / "node-1" / "server.log").stat().st_size > 0  # the logs are kept for the user
     assert not jvms_of(folder)
     print(f"short scenario: {seconds:.1f} s in all, cluster start {answer['cluster_start_seconds']:.1f} s")
+    check_a_tampered_copy(folder, tmp_path)
 
 
 def _tamper_isr(log_dir, topic_records):
@@ -107,9 +106,7 @@ def _tamper_isr(log_dir, topic_records):
     return completion.offset, forged
 
 
-def test_a_tampered_isr_is_unexplained_at_that_record(short_run, tmp_path):
-    code, answer, err, folder, _ = short_run
-    assert code == 0, err
+def check_a_tampered_copy(folder, tmp_path):
     from harness.cluster.admin import start_jvm_keeping_signals
     from harness.cluster.metadata import read_batches
     from harness.kafka import default_version
@@ -145,6 +142,7 @@ def test_a_cluster_that_does_not_start_in_time_is_one_line_and_leaves_nothing(tm
     assert not jvms_of(folder)
 
 
+@pytest.mark.slow
 def test_a_failure_inside_the_run_stops_every_jvm(tmp_path, monkeypatch):
     """A bug (any exception) after the nodes were launched: the context manager kills them all."""
     from harness.cluster import Cluster
@@ -166,6 +164,7 @@ def test_a_failure_inside_the_run_stops_every_jvm(tmp_path, monkeypatch):
     assert not jvms_of(tmp_path / "c")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_stops_every_jvm(tmp_path, signum, code):
     folder = tmp_path / "sig"
@@ -218,9 +217,10 @@ def test_scenarios_are_listed():
 @pytest.mark.cluster
 @pytest.mark.parametrize("name", [n for n, s in SCENARIOS.items() if s.nightly])
 def test_each_longer_scenario_is_explained(tmp_path, name):
+    """Explained, or (for a scenario that names a known divergence of Kafka from the model) unexplained."""
     code, out, err = conform("--cluster", "--scenario", name, "--workdir", tmp_path / name, "--json")
-    assert code == 0, err + out
-    assert json.loads(out)["explained"] is True
+    assert code in ((0, 1) if SCENARIOS[name].known else (0,)), err + out
+    assert json.loads(out)["explained"] is (code == 0)
     assert not jvms_of(tmp_path / name)
 
 
