@@ -35,6 +35,11 @@ def jvms_of(folder) -> list[psutil.Process]:
     return found
 
 
+def nodes_of(folder) -> list[psutil.Process]:
+    """The Kafka nodes (not the storage formatting) among `jvms_of(folder)`."""
+    return [p for p in jvms_of(folder) if "kafka.Kafka" in p.info["cmdline"]]
+
+
 def conform(*args):
     return run_cli("conform", "kraft", *args)
 
@@ -136,8 +141,8 @@ def check_a_tampered_copy(folder, tmp_path):
 def test_a_cluster_that_does_not_start_in_time_is_one_line_and_leaves_nothing(tmp_path):
     folder = tmp_path / "slow"
     code, out, err = conform("--cluster", "--workdir", folder, "--start-timeout", "0.5")
-    assert code == 2 and out == ""
-    assert err.startswith("error: the KRaft cluster did not start within 0.5 s")
+    assert code == 2 and out == "", err
+    assert err.startswith("error: the KRaft cluster did not start within 0.5 s"), err
     assert len(err.strip().splitlines()) == 1
     assert not jvms_of(folder)
 
@@ -150,9 +155,9 @@ def test_a_failure_inside_the_run_stops_every_jvm(tmp_path, monkeypatch):
 
     def launched_then_broken(self, began):
         deadline = time.monotonic() + 60
-        while len(jvms_of(self.workdir)) < 3 and time.monotonic() < deadline:
+        while len(nodes_of(self.workdir)) < 3 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert len(jvms_of(self.workdir)) == 3
+        assert len(nodes_of(self.workdir)) == 3
         raise RuntimeError("broken after the launch")
 
     monkeypatch.setattr(Cluster, "wait_until_ready", launched_then_broken)
@@ -160,7 +165,8 @@ def test_a_failure_inside_the_run_stops_every_jvm(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="broken after the launch"):
         with cluster:
             pass
-    assert len(cluster.started) == 3 and all(p.returncode is not None for p in cluster.started)
+    assert sum("kafka.Kafka" in p.args for p in cluster.started) == 3  # and the three storage formats before
+    assert all(p.returncode is not None for p in cluster.started)
     assert not jvms_of(tmp_path / "c")
 
 
@@ -172,9 +178,9 @@ def test_a_signal_stops_every_jvm(tmp_path, signum, code):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
     try:
         deadline = time.monotonic() + 120
-        while len(jvms_of(folder)) < 3 and time.monotonic() < deadline and p.poll() is None:
+        while len(nodes_of(folder)) < 3 and time.monotonic() < deadline and p.poll() is None:
             time.sleep(0.2)
-        assert len(jvms_of(folder)) == 3
+        assert len(nodes_of(folder)) == 3
         p.send_signal(signum)
         _, err = p.communicate(timeout=60)
     finally:

@@ -165,33 +165,39 @@ class Cluster:
                 "log.dirs": str(node.data),
             })
             (node.folder / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-            self._format(node, cluster_id)
+        self._format(cluster_id)
         for node in self.nodes.values():
             self.launch(node.id)
         self.wait_until_ready(began)
         self.start_seconds = time.monotonic() - began
 
-    def _java(self, node: Node, main: str, *args: str, log: str) -> list[str]:
+    def _java(self, node: Node, main: str, *args: str) -> list[str]:
         return ["java", *JVM_OPTIONS, f"-Dkafka.logs.dir={node.folder}",
                 f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
                 "-cp", os.pathsep.join(self.jars), main, *args]
 
-    def _format(self, node: Node, cluster_id: str) -> None:
-        """`kafka-storage format`, with Kafka's StorageTool from the same jars."""
-        cmd = self._java(node, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c",
-                         str(node.folder / "server.properties"), log="format")
-        with open(node.folder / "format.log", "wb") as log:
-            done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
-        if done.returncode != 0:
-            raise BadInput(f"formatting node {node.id}'s storage failed (exit {done.returncode}): "
-                           f"see {node.folder / 'format.log'}")
+    def _format(self, cluster_id: str) -> None:
+        """`kafka-storage format` of every node at once, with Kafka's StorageTool from the same jars."""
+        formatting = []
+        for node in self.nodes.values():
+            cmd = self._java(node, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c",
+                             str(node.folder / "server.properties"))
+            with open(node.folder / "format.log", "wb") as log:
+                process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                           start_new_session=True, preexec_fn=_die_with_parent)
+            self.started.append(process)
+            formatting.append((node, process))
+        for node, process in formatting:
+            if process.wait() != 0:
+                raise BadInput(f"formatting node {node.id}'s storage failed (exit {process.returncode}): "
+                               f"see {node.folder / 'format.log'}")
 
     def launch(self, node_id: int) -> None:
         """Start (or restart) one node's JVM; its console output is appended to node-<id>/console.log."""
         node = self.nodes[node_id]
         if node.running():
             raise RuntimeError(f"node {node_id} is already running")
-        cmd = self._java(node, "kafka.Kafka", str(node.folder / "server.properties"), log="server")
+        cmd = self._java(node, "kafka.Kafka", str(node.folder / "server.properties"))
         with open(node.folder / "console.log", "ab") as log:
             # a new session: a Ctrl-C at the terminal reaches the harness, which stops the nodes itself
             node.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -201,17 +207,18 @@ class Cluster:
     def wait_until_ready(self, began: float) -> None:
         from harness.cluster.admin import Admin  # the in-process JVM starts only once the nodes are launched
         deadline = began + self.start_timeout
-        self.admin = Admin(self.version, self.bootstrap)
         while True:
-            dead = [n.id for n in self.nodes.values() if not n.running()]
+            dead = [n for n in self.nodes.values() if not n.running()]
             if dead:
-                raise BadInput(f"Kafka node {dead[0]} exited while starting (exit {self.nodes[dead[0]].process.returncode}): "
-                               f"see {self.nodes[dead[0]].folder / 'server.log'}")
-            if self.admin.unfenced_brokers() == set(NODES):
-                return
+                raise BadInput(f"Kafka node {dead[0].id} exited while starting (exit {dead[0].process.returncode}): "
+                               f"see {dead[0].folder / 'server.log'}")
             if time.monotonic() > deadline:
                 raise BadInput(f"the KRaft cluster did not start within {self.start_timeout:g} s: "
                                f"see the nodes' server.log under {self.workdir}")
+            if self.admin is None:
+                self.admin = Admin(self.version, self.bootstrap)
+            if self.admin.unfenced_brokers() == set(NODES):
+                return
             time.sleep(0.5)
 
     def stop(self) -> None:
