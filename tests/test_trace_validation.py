@@ -203,11 +203,15 @@ def test_a_folder_that_exists_is_refused_and_left_alone(tmp_path):
 def test_bad_input_is_one_line(tmp_path):
     junk = tmp_path / "junk.log"
     junk.write_bytes(b"not a log segment, just bytes" * 10)
-    for args in (["--cluster", "--scenario", "nope"], ["--metadata-log", junk], [], ["--cluster", "--kafka", "0.1"]):
+    for args, said in ((["--cluster", "--scenario", "nope"], "unknown scenario 'nope' (known: kill-leader, "),
+                       (["--metadata-log", junk], "holds no record batch: not a KRaft metadata log"),
+                       ([], "give --cluster (run a scenario) or --metadata-log PATH"),
+                       (["--cluster", "--kafka", "0.1"], "unknown Kafka version '0.1'")):
         code, out, err = conform(*args)
         assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1, (args, err)
+        assert said in err, (args, err)
     code, out, err = run_cli("conform", "zk", "--cluster")
-    assert code == 2 and err.startswith("error: ")
+    assert code == 2 and err.startswith("error: trace validation checks the kraft model, not 'zk'")
 
 
 def test_scenarios_are_listed():
