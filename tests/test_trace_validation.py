@@ -171,8 +171,9 @@ def test_a_failure_inside_the_run_stops_every_jvm(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_stops_every_jvm(tmp_path, signum, code):
+@pytest.mark.parametrize("signum, code, when", [(signal.SIGINT, 130, "launched"), (signal.SIGTERM, 143, "running")])
+def test_a_signal_stops_every_jvm(tmp_path, signum, code, when):
+    """Ctrl-C while the nodes start; SIGTERM during the scenario (the in-process Admin JVM running)."""
     folder = tmp_path / "sig"
     p = subprocess.Popen([sys.executable, "-m", "harness", "conform", "kraft", "--cluster", "--workdir", str(folder)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
@@ -181,6 +182,9 @@ def test_a_signal_stops_every_jvm(tmp_path, signum, code):
         while len(nodes_of(folder)) < 3 and time.monotonic() < deadline and p.poll() is None:
             time.sleep(0.2)
         assert len(nodes_of(folder)) == 3
+        if when == "running":
+            assert p.stderr.readline().startswith("cluster started in ")  # its first line, once the nodes answer
+            assert p.stderr.readline().startswith("produce ")
         p.send_signal(signum)
         _, err = p.communicate(timeout=60)
     finally:
