@@ -278,8 +278,10 @@ def validate(batches: list[Batch], topic: str | None = None,
                 if model_projection(nxt) == new_projection:
                     matched.setdefault(_key(nxt), (nxt, k, action, True))
         if not matched:
-            return _unexplained(verdict, model, frontier, first_relevant(batch, observed), batch,
-                                "no model step from the states possible before it writes this")
+            _unexplained(verdict, model, frontier, first_relevant(batch, observed), batch,
+                         "no model step from the states possible before it writes this")
+            verdict.unexplained = culprit(batch, observed, new_projection, verdict.model_next)
+            return verdict
         projection = new_projection
         frontier = _closure(model, matched, projection)
         history.append(frontier)
@@ -312,6 +314,18 @@ def _trace(model: Model, history: list[dict]) -> tuple[list, list]:
     states.reverse()
     actions.reverse()
     return states, actions
+
+
+def culprit(batch: Batch, observed: Observed, projection, model_next: list) -> Record:
+    """The record of an unexplained batch to name: when some model step writes the brokers' part as
+    observed, the partition's record is at fault; when one writes the partition's part, the brokers'."""
+    partition_records = [r for r in batch.records if observed.about(r) and r.type not in BROKER_RECORDS]
+    broker_records = [r for r in batch.records if r.type in BROKER_RECORDS]
+    if partition_records and any(p[1] == projection[1] for p in model_next):
+        return partition_records[0]
+    if broker_records and any(p[0] == projection[0] for p in model_next):
+        return broker_records[0]
+    return first_relevant(batch, observed)
 
 
 def _unexplained(verdict: Verdict, model: Model | None, frontier: dict | None, record: Record, batch: Batch,
