@@ -10,7 +10,7 @@ import signal
 from dataclasses import dataclass
 
 from harness.interrupt import SIGNALS
-from harness.kafka import start_jvm
+from harness import kafka
 
 CALL_TIMEOUT_MS = 15_000
 
@@ -33,7 +33,7 @@ def start_jvm_keeping_signals(version: str) -> None:
     """Start the in-process JVM without letting it take SIGINT/SIGTERM from the harness: the JVM installs
     its own handlers (to run its shutdown hooks), which would end the process without our cleanup."""
     before = {s: signal.getsignal(s) for s in SIGNALS}
-    start_jvm(version)
+    kafka.start_jvm(version)
     for s, handler in before.items():
         if handler is not None:
             signal.signal(s, handler)
