@@ -40,6 +40,7 @@ NODE_SETTINGS = {
     "controller.quorum.fetch.timeout.ms": "2000",
     "replica.lag.time.max.ms": "10000",
     "auto.create.topics.enable": "false",
+    "auto.leader.rebalance.enable": "false",  # a preferred-leader election has no step in the kraft model
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.replication.factor": "3",
     "group.initial.rebalance.delay.ms": "0",
