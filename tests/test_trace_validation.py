@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -72,56 +71,14 @@ def test_the_short_scenario_is_explained_and_a_tampered_isr_is_not(tmp_path):
     check_a_tampered_copy(folder, tmp_path)
 
 
-def _tamper_isr(log_dir, topic_records):
-    """Rewrite, in the segment file, the ISR of the partition change that completed the reassignment
-    ([2,3] -> [2,1], same size), and fix its batch's CRC-32C: a log Kafka reads without complaint.
-    Returns the record's offset."""
-    import jpype
-    from harness.cluster.admin import start_jvm_keeping_signals
-    from harness.kafka import default_version
-
-    start_jvm_keeping_signals(default_version())
-    kafka = jpype.JPackage("org").apache.kafka
-    completion = next(r for r in topic_records if r.type == "PartitionChangeRecord" and r.data.get("isr")
-                      and sorted(r.data["isr"]) == [2, 3] and r.data.get("addingReplicas") == [])
-    isr = completion.data["isr"]
-    forged = [2 if x == 2 else 1 for x in isr]
-
-    def tagged_isr(ids):  # tag 0, its size, a compact array (length + 1), then the int32 ids
-        return bytes([0, 1 + 4 * len(ids), len(ids) + 1]) + b"".join(struct.pack(">i", x) for x in ids)
-
-    segment = log_dir / "00000000000000000000.log"
-    data = bytearray(segment.read_bytes())
-    records = getattr(kafka.common.record, "internal", kafka.common.record).FileRecords.open(
-        jpype.JPackage("java").io.File(str(segment)))
-    try:
-        batch = next(b for b in records.batches() if b.baseOffset() <= completion.offset <= b.lastOffset())
-        start, size = int(batch.position()), int(batch.sizeInBytes())
-    finally:
-        records.close()
-    body = bytes(data[start:start + size])
-    assert body.count(tagged_isr(isr)) == 1
-    body = body.replace(tagged_isr(isr), tagged_isr(forged))
-    checksum = jpype.JPackage("java").util.zip.CRC32C()  # the JDK's CRC-32C, which Kafka's batches use
-    checksum.update(body, 21, size - 21)  # from the attributes to the batch's end
-    crc = int(checksum.getValue())
-    body = body[:17] + struct.pack(">I", crc) + body[21:]
-    data[start:start + size] = body
-    segment.write_bytes(bytes(data))
-    return completion.offset, forged
-
-
 def check_a_tampered_copy(folder, tmp_path):
-    from harness.cluster.admin import start_jvm_keeping_signals
-    from harness.cluster.metadata import read_batches
-    from harness.kafka import default_version
-
     log_dir = tmp_path / "__cluster_metadata-0"
-    shutil.copytree(folder / "node-1" / "data" / "__cluster_metadata-0", log_dir)
-    # (as it is, this log is the one short_run found explained)
-    start_jvm_keeping_signals(default_version())
-    records = [r for b in read_batches(log_dir) for r in b.records]
-    offset, forged = _tamper_isr(log_dir, records)
+    shutil.copytree(folder / "node-1" / "data" / "__cluster_metadata-0", log_dir)  # the log found explained
+    # in its own process: a JVM in this pytest worker would hold one Kafka version for the worker's life
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "metadata_tamper.py"), str(log_dir)],
+                          capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=120)
+    assert done.returncode == 0, done.stderr
+    offset, forged = json.loads(done.stdout)
     code, out, err = conform("--metadata-log", log_dir, "--topic", "reassigned", "--out", tmp_path / "t1", "--json")
     assert code == 1, err
     tampered = json.loads(out)
