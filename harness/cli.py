@@ -1,4 +1,4 @@
-"""`python -m harness`: list, describe, check, replay, show, diff, graph, prove, corpus, explore.
+"""`python -m harness`: list, describe, check, replay, show, diff, graph, prove, corpus, explore, conform.
 
 Exit codes: 0 = the property holds / the trace replays as recorded; 1 = a violation was found / the
 trace does not reproduce; 2 = bad input, reported on one line with no traceback; 3, 130 / 143 and 141 (stdout's
@@ -621,6 +621,67 @@ def explore_cmd(ctx, targets, preset, settings, variants, mutation, out, port) -
         server.serve_forever()  # Ctrl-C raises Interrupted here: main() reports it and exits 130
     finally:
         server.server_close()
+
+
+@cli.command("conform")
+@click.argument("spec_name", metavar="SPEC")
+@click.option("--cluster", "on_cluster", is_flag=True, help="run a scenario on a real 3-node KRaft cluster and "
+              "validate its metadata log against the model")
+@click.option("--scenario", default="kill-leader", show_default=True, help="the cluster scenario (see --list)")
+@click.option("--list", "list_scenarios", is_flag=True, help="list the cluster scenarios")
+@click.option("--kafka", "version", default=None, help="Kafka version (kafka/versions.txt; default: the newest resolved)")
+@click.option("--metadata-log", "metadata_log", default=None, type=Folder(exists=True),
+              help="validate this metadata log (a __cluster_metadata-0 folder or a segment file) instead")
+@click.option("--topic", default=None, help="with --metadata-log: the topic whose partition 0 is validated "
+              "(default: the first one created)")
+@click.option("--workdir", default=None, type=Folder(), help="the cluster's work folder, created by the harness "
+              "(default: clusters/<scenario>-<UTC time>)")
+@click.option("--out", default="traces", show_default=True, type=Folder(file_okay=False),
+              help="with --metadata-log: where the model trace goes")
+@click.option("--start-timeout", type=click.FloatRange(min=0.1, max=3600), default=120.0, show_default=True,
+              help="seconds for the cluster to start (every broker unfenced); later: exit 2, nothing left running")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object on stdout")
+def conform_cmd(spec_name, on_cluster, scenario, list_scenarios, version, metadata_log, topic, workdir, out,
+                start_timeout, as_json):
+    """Trace validation (issue 40): with --cluster, start a real 3-node KRaft cluster from Kafka's jars on
+    127.0.0.1, run a scenario of admin calls and faults, stop the cluster, and check that its metadata log
+    is a behaviour of the kraft model's controller projection; with --metadata-log, check a log you bring.
+    Exit 0: explained (the model trace is written); 1: a record the model cannot explain; 2: bad input or
+    a cluster that could not do the scenario. Every JVM the harness starts is stopped on every way out."""
+    from harness.cluster import scenarios
+    from harness.kafka import default_version
+
+    if spec_name != "kraft":
+        raise BadInput(f"trace validation checks the kraft model, not {spec_name!r}")
+    if list_scenarios:
+        listed = scenarios.describe_scenarios()
+        if as_json:
+            print(json.dumps(listed, indent=1))
+        else:
+            for s in listed:
+                print(f"{s['name']}: {s['summary']}" + ("" if s["nightly_only"] else " [make test]"))
+                for step in s["steps"]:
+                    print(f"  - {step}")
+        return
+    if on_cluster == bool(metadata_log):
+        raise BadInput("give --cluster (run a scenario) or --metadata-log PATH (validate a log), one of them")
+    version = version or default_version()
+    from harness.cluster import run
+    from harness.cluster.scenarios import scenario as named
+    if on_cluster:
+        plan = named(scenario)
+        folder = Path(workdir or f"clusters/{plan.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}")
+        say = (lambda line: None) if as_json else (lambda line: print(line, file=sys.stderr, flush=True))
+        result = run.run_scenario(plan, version, folder, say, start_timeout)
+    else:
+        verdict, trace = run.validate_log(Path(metadata_log), version, Path(out), topic=topic)
+        result = run.tracevalidate.verdict_json(verdict, trace)
+    if as_json:
+        print(json.dumps(result, indent=1))
+    else:
+        for line in run.tracevalidate.verdict_lines(result):
+            print(line)
+    sys.exit(0 if result["explained"] else 1)
 
 
 _exiting = threading.Lock()

@@ -13,7 +13,7 @@ Most lines are malformed; some are valid. The contract every line must keep:
 A valid line must stay cheap, so every line ends with a *tail* of options that bounds the work
 (`check`: `--max-states 200 --time-limit 2`, a `tiny` config for the big specs, Hypothesis and Z3
 budgets; `graph`: `--max-states 200`; `prove`: one or two brokers; `corpus`: a bogus `--spec`; `explore`: a
-port the fuzzer holds, so that it refuses instead of serving). Click
+port the fuzzer holds, so that it refuses instead of serving; `conform`: an unknown `--kafka`). Click
 keeps the last value of a repeated option, and a tail option swallowed as the value of a dangling
 option leaves its own value as a stray argument, a usage error: either way the bounds hold. Spark is
 only given invalid masters, and starting a JVM is blocked and counted as a failure. Every line runs
@@ -279,6 +279,8 @@ def tail(draw, command: str, spec: str | None, valid: bool) -> list[str]:
         return ["--out", pick(["corpus"], ["ro", "", "afile/x"]), "--spec", draw(st.sampled_from([s for s in BOGUS_SPECS if s not in SPECS]))]
     if command == "explore":
         return ["--port", str(BUSY_PORT.getsockname()[1])]
+    if command == "conform":  # a Kafka version no one resolves: refused before any JVM (a cluster takes a minute)
+        return ["--kafka", draw(st.sampled_from(["0.0.1", "", "4.4.0 ", "x" * 300]))]
     return []
 
 
@@ -409,7 +411,11 @@ def block_jvm(monkeypatch, started: list) -> None:
     import pyspark.java_gateway
 
     import harness.engines.spark.driver as spark_driver  # where `explore` looks `start_session` up
+    import harness.kafka  # `conform`: Kafka's JVM in-process, and the cluster's nodes
+    from harness.cluster import Cluster
     monkeypatch.setattr(spark_driver, "start_session", refuse)
+    monkeypatch.setattr(harness.kafka, "start_jvm", refuse)
+    monkeypatch.setattr(Cluster, "start", refuse)
     monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", refuse)
     monkeypatch.setattr(pyspark.context, "launch_gateway", refuse)
 
