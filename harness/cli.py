@@ -372,8 +372,13 @@ def _print_result(model, result) -> None:
     if result.violations:
         from harness.present import violation_lines
 
+        from harness.check import expectation
+
         for i, v in enumerate(result.violations):  # on stdout: each trace inline, its VIOLATION line last
             _print_lines(([Text("")] if i else []) + violation_lines(model, v))
+            if declared := expectation(model, v):  # exit 1 still: JSON's `expected` tells a wrapper apart
+                out.print(Text.assemble(("expected violation", "bold yellow"),
+                                        f": declared at config {declared['preset']} ({declared['source']}): {declared['why']}"))
     elif result.engine == "z3":
         out.print(f"[green]no violation[/green] of {', '.join(result.stats['properties'])} within {result.stats['depth']} "
                   "abstract steps" + ("" if result.complete else " examined (incomplete: see the warning)"))

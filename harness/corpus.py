@@ -28,8 +28,12 @@ class Case:
         return f"{self.spec}/{self.preset}" + ("" if self.mutation == "none" else f"/{self.mutation}") + (
             f" {self.liveness}" if self.liveness else "")
 
-    def found(self, result) -> bool:
-        """The result shows what the case expects: any violation, or a lasso of its liveness property."""
+    def found(self, model, result) -> bool:
+        """The result shows what the case expects: for a mutation any violation (or a lasso of its liveness
+        property), for a declared failure a violation the spec declares expected (`declared_failure`)."""
+        if self.mutation == "none":
+            return any(model.spec.declared_failure(model.config, v.outcome.kind, v.outcome.property)
+                       and (not self.liveness or v.outcome.property == self.liveness) for v in result.violations)
         if self.liveness:
             return any(v.outcome.property == self.liveness for v in result.violations)
         return bool(result.violations)
@@ -42,13 +46,15 @@ def cases(spec: Spec) -> list[Case]:
     return out
 
 
-def liveness_verdicts(spec: Spec, preset: str, liveness: dict) -> dict[str, str]:
-    """Each liveness property's result at `preset` (the graph engine's `stats["liveness"]`) against the
-    spec's declarations: "holds", "expected failure", "NEW failure" or "expected failure NO LONGER
-    reproduces". The last two are regressions a scheduled job must fail on."""
+def liveness_verdicts(spec: Spec, preset: str, liveness: dict, cfg=None) -> dict[str, str]:
+    """Each liveness property's result at `preset` (the graph engine's `stats["liveness"]`; `cfg`: the
+    config it ran, default the preset's own) against the spec's declarations (`Spec.declared_failure`):
+    "holds", "expected failure", "NEW failure" or "expected failure NO LONGER reproduces". The last two are
+    regressions a scheduled job must fail on."""
+    cfg = spec.config(preset) if cfg is None else cfg
     out = {}
     for name, r in liveness.items():
-        expected = (preset, name) in spec.expected_liveness
+        expected = spec.declared_failure(cfg, "liveness", name) is not None
         out[name] = ({True: "expected failure NO LONGER reproduces", False: "holds"}[expected] if r["holds"]
                      else {True: "expected failure", False: "NEW failure"}[expected])
     return out
@@ -96,7 +102,7 @@ def regenerate(out: Path, names: list[str] | None = None, echo=print) -> list[st
     survivors = []
     for case in all_cases(names):
         model, result = run_case(case)
-        if not case.found(result):
+        if not case.found(model, result):
             survivors.append(case.label)
             echo(f"{case.label}: NO violation found")
             continue

@@ -1,0 +1,125 @@
+"""Results that say what they mean (issue #41, the results side): expected violations in `check`, the gate's
+failure output, Hypothesis seeds, progress lines, the nightly report, and prove's CTIs in the spec's names."""
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from harness.corpus import cases, run_case
+from harness.registry import load_spec
+
+
+def gate_module():
+    spec = importlib.util.spec_from_file_location("gate_under_test", ROOT / "ci" / "gate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------------------- expected violations
+
+def readme_checks_ending_in_an_expected_violation() -> list[list[str]]:
+    """The README's `check` examples whose comment says they end in an expected violation."""
+    out = []
+    for line in (ROOT / "README.md").read_text().splitlines():
+        command, _, comment = line.partition("#")
+        if command.startswith("python -m harness check") and "expected" in comment:
+            out.append(command.split()[4:])
+    return out
+
+
+def test_the_readme_marks_its_expected_violations():
+    assert len(readme_checks_ending_in_an_expected_violation()) >= 2
+
+
+@pytest.mark.parametrize("args", readme_checks_ending_in_an_expected_violation(), ids=" ".join)
+def test_a_readme_example_that_ends_in_an_expected_violation_says_so(args, cli, tmp_path):
+    code, out, _ = cli("check", *args, "--out", tmp_path, "--quiet")
+    assert code == 1
+    lines = [x for x in out.splitlines() if x.startswith("expected violation: ")]
+    spec = load_spec(args[0])
+    preset = args[args.index("--config") + 1]
+    assert len(lines) == sum(x.startswith("VIOLATION ") for x in out.splitlines()) >= 1
+    assert set(lines) == {f"expected violation: declared at config {preset} (specs/{args[0]}/presets.py): "
+                          f"{spec.expected[preset]}"}
+    code, out, _ = cli("check", *args, "--out", tmp_path, "--json")
+    result = json.loads(out)
+    assert code == 1 and result["expected"] is True and result["violations"]
+    for v in result["violations"]:
+        assert v["expected"] is True and v["declaration"] == {
+            "kind": "safety", "preset": preset, "property": None, "why": spec.expected[preset],
+            "source": f"specs/{args[0]}/presets.py"}
+
+
+def test_a_violation_at_another_config_or_under_a_mutation_is_not_expected(cli, tmp_path):
+    # the same protocol issue at ci with the same variants is another config: not the declaration's
+    code, out, _ = cli("check", "kraft", "--config", "ci", "--variant", "completion=kafka", "--variant", "elr=false",
+                       "--out", tmp_path, "--json")
+    result = json.loads(out)
+    assert code == 1 and result["expected"] is False and result["violations"][0]["expected"] is False
+    assert "declaration" not in result["violations"][0]
+    code, out, _ = cli("check", "example", "--config", "ci", "--mutation", "hwm_ignores_isr", "--out", tmp_path)
+    assert code == 1 and "VIOLATION" in out and "expected violation" not in out
+
+
+def test_a_declared_liveness_failure_names_its_declaration():
+    kraft = load_spec("kraft")
+    declared = kraft.declared_failure(kraft.config("leaderless"), "liveness", "ReassignmentCompletes")
+    assert declared["why"] == kraft.expected_liveness[("leaderless", "ReassignmentCompletes")]
+    assert re.fullmatch(r"specs/kraft/__init__\.py:\d+", declared["source"])
+    assert kraft.declared_failure(kraft.config("leaderless"), "invariant", "LeaderCandidateCompleteness") is None
+    assert kraft.declared_failure(kraft.config("leaderless", mutation="truncate_to_hwm"), "liveness",
+                                  "ReassignmentCompletes") is None
+
+
+def test_the_corpus_and_check_agree_on_what_is_expected():
+    """The gate's mutation adequacy finds a declared failure through the same decision as `check`."""
+    kip435 = load_spec("kip435")
+    case = next(c for c in cases(kip435) if c.preset == "example" and c.mutation == "none" and not c.liveness)
+    model, result = run_case(case)
+    assert case.found(model, result)
+    assert all(model.spec.declared_failure(model.config, v.outcome.kind, v.outcome.property) for v in result.violations)
+
+
+# ------------------------------------------------------------------------------------ the gate's output
+
+def test_the_gate_with_a_protocol_change_prints_the_violation_its_commands_and_no_baseline_table(tmp_path):
+    p = subprocess.run([sys.executable, str(ROOT / "ci" / "gate.py"), "--only", "2,6", "--out", str(tmp_path),
+                        "--spec", "kraft", "--protocol-change", "kraft:hwm_below_min_isr"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1
+    [trace] = tmp_path.glob("kraft-ci-hwm_below_min_isr-LeaderCandidateCompleteness.itf.json")
+    failed = p.stderr[p.stderr.index("GATE FAILED"):].splitlines()
+    assert failed[1] == f"  - kraft/ci violates LeaderCandidateCompleteness (bfs, 8 steps): {trace}"
+    assert [x.strip() for x in failed[2:5]] == [f"python -m harness {c} {trace}" for c in ("replay", "show", "explore")]
+    assert "kraft/ci: the search stopped at a violation after" in p.stderr
+    assert "model/config" not in p.stderr and "STOPPED FIRING" not in p.stderr  # no baseline table
+    assert "was not exhausted" not in p.stderr
+
+
+def test_the_baseline_table_never_cuts_a_rule_name(capsys, monkeypatch):
+    gate = gate_module()
+    long_rule = "AlterPartitionReassignmentsCancelledAfterTheLeaderMoved"
+    base = json.loads(gate.BASELINE.read_text())
+    key = next(iter(base))
+    measured = {key: dict(base[key], coverage=dict(base[key]["coverage"], **{long_rule: 5}))}
+    gate.compare_baseline(measured, [])
+    err = capsys.readouterr().err
+    assert f"rule {long_rule}" in err and "new rule" in err
+
+
+def test_the_gate_help_documents_every_option_and_step():
+    p = subprocess.run([sys.executable, str(ROOT / "ci" / "gate.py"), "--help"], capture_output=True, text=True)
+    assert p.returncode == 0
+    gate = gate_module()
+    for number, title in enumerate(gate.STEPS, 1):
+        assert f"  {number}  {title}" in p.stdout
+    options = re.findall(r"^  (--[a-z-]+)", p.stdout, re.M)
+    assert set(options) == {"--write-baseline", "--skip-pytest", "--out", "--only", "--spec",
+                            "--protocol-change", "--report"}
+    assert "SUPPRESS" not in p.stdout and p.stdout.count("--report") >= 2
