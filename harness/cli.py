@@ -164,7 +164,8 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
 @click.option("--progress-every", type=click.FloatRange(min=0.1, max=86400), default=30.0, show_default=True,
               help="seconds between progress lines when stderr is not a terminal (a terminal is redrawn)")
-@click.option("--seed", default=0, show_default=True, type=int, help=_engines("seed") + "seed of the random walks (recorded in traces)")
+@click.option("--seed", default=None, type=int, help=_engines("seed") + "seed of the random walks (recorded in traces; "
+              "default 0); refused by the derandomized ci profile")
 @click.option("--exact", is_flag=True, help=_engines("exact") + "store full states instead of 64-bit fingerprints")
 @click.option("--no-deadlock", is_flag=True, help=_engines("no_deadlock") + "do not report states without successors")
 @click.option("--max-states", type=click.IntRange(min=1), default=None,

@@ -123,3 +123,28 @@ def test_the_gate_help_documents_every_option_and_step():
     assert set(options) == {"--write-baseline", "--skip-pytest", "--out", "--only", "--spec",
                             "--protocol-change", "--report"}
     assert "SUPPRESS" not in p.stdout and p.stdout.count("--report") >= 2
+
+
+# ---------------------------------------------------------------------------------- Hypothesis's seed
+
+def test_a_seed_given_to_the_derandomized_profile_is_refused_in_one_line(cli, tmp_path):
+    for args in ([], ["--profile", "ci"]):
+        code, out, err = cli("check", "example", "--engine", "hypothesis", "--seed", "7", *args, "--out", tmp_path)
+        assert code == 2 and out == ""
+        assert err.splitlines() == ["error: --seed does not apply to the ci profile: it is derandomized (the same "
+                                    "walks on every run); use --profile nightly or dev"]
+    code, out, _ = cli("check", "example", "--engine", "hypothesis", "--examples", "5", "--json", "--out", tmp_path)
+    assert code == 0 and json.loads(out)["stats"]["derandomized"] is True
+
+
+@pytest.mark.parametrize("profile", ["nightly", "dev"])
+def test_every_random_profile_honours_the_seed(profile, cli, tmp_path):
+    def stats(seed):
+        code, out, _ = cli("check", "kraft", "--engine", "hypothesis", "--profile", profile, "--seed", seed,
+                           "--examples", "20", "--steps", "15", "--json", "--out", tmp_path, cwd=tmp_path)
+        assert code == 0
+        s = json.loads(out)["stats"]
+        return s["seed"], s["steps"], s["distinct_walks"]
+
+    first, again, other = stats(5), stats(5), stats(6)
+    assert first == again and first[0] == 5 and other[0] == 6 and first[1:] != other[1:]
