@@ -237,7 +237,7 @@ def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_
 
         with _progress(quiet, "building the state graph ...") as progress:
             kwargs = {"max_states": max_states} if max_states else {}
-            result, _ = graph.explore(model, **kwargs)
+            result, _ = graph.explore(model, progress=progress, **kwargs)
     elif engine == "hypothesis":
         from harness.engines import hypothesis
 
@@ -279,12 +279,14 @@ def _header(model, engine: str, seed: int | None) -> str:
 def _progress_line(p: dict) -> str:
     """One progress line from an engine's figures: a search's states, depth, frontier and rate, or a
     budgeted run's share of its budget with an ETA."""
-    elapsed = p["elapsed"]
+    elapsed = max(p["elapsed"], 0.0)
     if "budget" in p:  # Hypothesis: runs of a known budget
-        done, total = p["runs"], p["budget"]
-        eta = f", ETA {elapsed / done * (total - done):,.0f} s" if done else ""
-        return f"{done:,} of {total:,} runs ({done / total:.0%}), {p['steps']:,} steps, {elapsed:,.0f} s{eta}"
-    rate = p["distinct"] / elapsed if elapsed else 0
+        done, total = p["runs"], max(p["budget"], 1)
+        # Hypothesis may run a few more than its budget (replayed examples): never over 100%, never a negative ETA
+        share = min(done / total, 1.0)
+        eta = f", ETA {elapsed / done * (total - done):,.0f} s" if 0 < done < total else ""
+        return f"{done:,} of {p['budget']:,} runs ({share:.0%}), {p['steps']:,} steps, {elapsed:,.0f} s{eta}"
+    rate = p["distinct"] / elapsed if elapsed > 0 else 0
     return (f"{p['distinct']:,} distinct  {p['generated']:,} generated  depth {p['depth']}  "
             f"frontier {max(p['queue'], 0):,}  {rate:,.0f} states/s  {elapsed:,.0f} s")
 

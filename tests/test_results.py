@@ -148,3 +148,45 @@ def test_every_random_profile_honours_the_seed(profile, cli, tmp_path):
 
     first, again, other = stats(5), stats(5), stats(6)
     assert first == again and first[0] == 5 and other[0] == 6 and first[1:] != other[1:]
+
+
+# ------------------------------------------------------------------------------------------- progress
+
+@pytest.mark.parametrize("figures,shown", [
+    ({"runs": 1600, "budget": 1500, "steps": 10, "elapsed": 20.0}, "1,600 of 1,500 runs (100%), 10 steps, 20 s"),
+    ({"runs": 1500, "budget": 1500, "steps": 10, "elapsed": 20.0}, "1,500 of 1,500 runs (100%), 10 steps, 20 s"),
+    ({"runs": 0, "budget": 1500, "steps": 0, "elapsed": 0.0}, "0 of 1,500 runs (0%), 0 steps, 0 s"),
+    ({"runs": 500, "budget": 1500, "steps": 9, "elapsed": 10.0}, "500 of 1,500 runs (33%), 9 steps, 10 s, ETA 20 s"),
+    ({"runs": 3, "budget": 0, "steps": 1, "elapsed": 1.0}, "3 of 0 runs (100%), 1 steps, 1 s"),
+    ({"distinct": 10, "generated": 20, "depth": 2, "queue": -3, "elapsed": 0.0},
+     "10 distinct  20 generated  depth 2  frontier 0  0 states/s  0 s"),
+    ({"distinct": 10, "generated": 20, "depth": 2, "queue": 5, "elapsed": -0.5},
+     "10 distinct  20 generated  depth 2  frontier 5  0 states/s  0 s"),
+])
+def test_a_progress_line_never_shows_over_100_percent_or_a_negative_eta(figures, shown):
+    from harness.cli import _progress_line
+
+    line = _progress_line(figures)
+    assert line == shown
+    assert not re.search(r"-\d", line) and all(int(p) <= 100 for p in re.findall(r"(\d+)%", line))
+
+
+def test_the_graph_engine_reports_progress_as_bfs_does(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from harness import cli as harness_cli
+    from harness.engines import graph
+
+    kraft = load_spec("kraft")
+    seen: list[dict] = []
+    result, _ = graph.explore(kraft.bind(kraft.config("leaderless")), progress=seen.append, check_safety=False)
+    assert len(seen) == result.stats["states"] // 4096 and all(set(p) == {"distinct", "generated", "depth", "queue",
+                                                                           "elapsed"} for p in seen)
+    assert [p["distinct"] for p in seen] == sorted(p["distinct"] for p in seen)
+    assert seen[-1]["distinct"] <= result.stats["states"] and seen[-1]["generated"] <= result.stats["transitions"]
+    # `check --engine graph` hands the engine the same reporter as BFS (which keeps the last figures, for the
+    # line an interrupted run prints)
+    monkeypatch.setattr(harness_cli, "_last_progress", {})
+    CliRunner().invoke(harness_cli.cli, ["check", "kraft", "--config", "leaderless", "--engine", "graph", "--quiet",
+                                         "--out", str(tmp_path)])
+    assert harness_cli._last_progress == seen[-1] | {"elapsed": harness_cli._last_progress["elapsed"]}

@@ -22,10 +22,11 @@ import heapq
 import json
 import time
 from collections import deque
+from typing import Callable
 
 import networkx as nx
 
-from harness.engines.bfs import representative
+from harness.engines.bfs import PROGRESS_EVERY, representative
 from harness.errors import BadInput, LimitReached
 from harness.model import Model
 from harness.result import CheckResult, Violation
@@ -63,7 +64,12 @@ class StateGraph:
 
 
 @cycle_collector_paused(keeps_what_it_built=True)  # the graph: dicts of dicts, and states
-def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True) -> tuple[StateGraph, list[Violation]]:
+def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True,
+          progress: Callable[[dict], None] | None = None) -> tuple[StateGraph, list[Violation]]:
+    """`progress`, if given, hears the figures BFS reports (distinct, generated, depth, queue, elapsed)
+    every PROGRESS_EVERY expansions."""
+    started = time.monotonic()
+    expansions = 0
     g = StateGraph(model)
     violations: list[Violation] = []
     seen_props: set[str] = set()
@@ -118,6 +124,10 @@ def build(model: Model, max_states: int = MAX_STATES, check_safety: bool = True)
             else:
                 g.graph.add_edge(u, v, actions=[action])
         g.enabled_rules.append(frozenset(rules))
+        expansions += 1
+        if progress and expansions % PROGRESS_EVERY == 0:
+            progress({"distinct": len(g.states), "generated": sum(g.generated), "depth": g.depth[u] + 1,
+                      "queue": len(queue), "elapsed": time.monotonic() - started})
     return g, violations
 
 
@@ -265,9 +275,9 @@ def check_liveness(g: StateGraph, name: str) -> Violation | None:
 
 @cycle_collector_paused(keeps_what_it_built=True)  # and the liveness checks, which walk it
 def explore(model: Model, *, max_states: int = MAX_STATES, properties: list[str] | None = None,
-            check_safety: bool = True) -> tuple[CheckResult, StateGraph]:
+            check_safety: bool = True, progress: Callable[[dict], None] | None = None) -> tuple[CheckResult, StateGraph]:
     started = time.monotonic()
-    g, violations = build(model, max_states, check_safety)
+    g, violations = build(model, max_states, check_safety, progress)
     built = time.monotonic() - started
     names = properties if properties is not None else list(model.liveness)
     unknown = [n for n in names if n not in model.liveness]
