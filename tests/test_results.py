@@ -190,3 +190,56 @@ def test_the_graph_engine_reports_progress_as_bfs_does(monkeypatch, tmp_path):
     CliRunner().invoke(harness_cli.cli, ["check", "kraft", "--config", "leaderless", "--engine", "graph", "--quiet",
                                          "--out", str(tmp_path)])
     assert harness_cli._last_progress == seen[-1] | {"elapsed": harness_cli._last_progress["elapsed"]}
+
+
+# ------------------------------------------------------------------------------------- nightly report
+
+def test_a_quick_simulated_night_says_so_and_gives_each_failures_trace_and_commands(tmp_path):
+    p = subprocess.run([sys.executable, "ci/nightly.py", "--quick", "--spec", "example", "--protocol-change",
+                        "example:hwm_ignores_isr", "--reports", str(tmp_path / "r"), "--checkpoints",
+                        str(tmp_path / "c")], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1
+    [folder] = (tmp_path / "r").iterdir()
+    summary = json.loads((folder / "summary.json").read_text())
+    kind = ("quick run (reduced configs, no fuzzers, no cluster tests); simulated protocol change "
+            "example:hwm_ignores_isr (a mutation made the default behaviour, to test the job: it should fail)")
+    assert kind in p.stderr.splitlines()[0] and f"report: {folder}/report.html (failed, {kind})" in p.stderr
+    md = (folder / "summary.md").read_text()
+    html = (folder / "report.html").read_text()
+    assert f"**{kind[0].upper()}{kind[1:]}.**" in md and f'<p id="run-kind" class="run-kind">Not a full night: {kind}.' in html
+    assert summary["failures"] and len(summary["failure_traces"]) == len(summary["failures"])
+    for f in summary["failure_traces"]:
+        trace = folder / next(t["file"] for t in summary["models"]["example"]["spark"]["violations"]
+                              + summary["models"]["example"]["hypothesis"]["violations"] if t["file"] in f["trace"])
+        assert f["trace"] == str(trace) and trace.exists()
+        commands = [f"python -m harness {c} {trace}" for c in ("replay", "show", "explore")]
+        assert f"  - {f['failure']}: {trace}\n" + "".join(f"      {c}\n" for c in commands) in p.stderr
+        assert f"- {f['failure']}: `{trace}`\n" + "".join(f"  - `{c}`\n" for c in commands) in md
+        assert all(c in html for c in commands)
+
+
+def test_the_report_scales_coverage_per_model_and_labels_the_trend(tmp_path):
+    sys.path.insert(0, str(ROOT / "ci"))
+    import report
+
+    def model(coverage, distinct):
+        return {"invariants": ["P"], "spark": {"preset": "nightly", "outcome": "ok", "distinct": distinct, "depth": 1,
+                                                "seconds": 1, "states_per_depth": [1, distinct - 1], "coverage": coverage,
+                                                "violations": [], "complete": True},
+                "hypothesis": {"preset": "ci", "outcome": "ok", "runs": 1, "seed": 1, "seconds": 1, "violations": []}}
+
+    def night(date, distinct):
+        return {"date": date, "outcome": "ok", "seed": 1, "folder": str(tmp_path), "failures": [],
+                "provenance": {"commit": "x"}, "configs": {},
+                "models": {"big": model({"A": 1_000_000, "B": 500_000}, distinct), "small": model({"C": 10, "D": 5}, 30)}}
+
+    report.render(tmp_path, night("2026-11-27", 2_000_000), [night("2026-11-25", 1_000_000), night("2026-11-26", 1_500_000)])
+    html = (tmp_path / "report.html").read_text()
+    # each model's most generated rule fills its bar: the small model's bars are not slivers of the big one's
+    assert html.count('<rect width="300.0" height="10"') == 2 and html.count('<rect width="150.0" height="10"') == 2
+    assert 'data-top="1000000"' in html and 'data-top="10"' in html
+    big = html[html.index('id="model-big"'):html.index('id="model-small"')]
+    assert '<text class="y-title"' in big and ">distinct states</text>" in big
+    assert '<text class="y-label" x="66" y="14" text-anchor="end">2,000,000</text>' in big
+    assert '>2026-11-25</text>' in big and '>2026-11-27</text>' in big and "night (UTC date)" in big
+    assert "Not a full night" not in html  # a full night says nothing about its kind
