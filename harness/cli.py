@@ -555,8 +555,8 @@ def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth,
                   f"{result['checks']} checks in {result['seconds']} s")
         for cti in result["ctis"]:
             out.print(f"CTI {cti['rule']} breaks {cti['property']} ({cti['brokers']} brokers): {cti['reachability']}")
-            out.print(f"  pre:  {cti['pre']}")
-            out.print(f"  post: {cti['post']}  params {cti['params']}  -> {cti['file']}")
+            out.print(Text(f"  pre:  {cti['fields']['pre']}"))  # the spec's field names (`show FILE` reads them)
+            out.print(Text(f"  post: {cti['fields']['post']}  params {cti['params']}  -> {cti['file']}"))
     sys.exit(0 if result["proved"] else 1)
 
 

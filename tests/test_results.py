@@ -243,3 +243,65 @@ def test_the_report_scales_coverage_per_model_and_labels_the_trend(tmp_path):
     assert '<text class="y-label" x="66" y="14" text-anchor="end">2,000,000</text>' in big
     assert '>2026-11-25</text>' in big and '>2026-11-27</text>' in big and "night (UTC date)" in big
     assert "Not a full night" not in html  # a full night says nothing about its kind
+
+
+# ------------------------------------------------------------------- prove's CTIs in the spec's names
+
+SYMBOLIC = ["kraft", "zk", "kip435", "kip642"]
+_STEP = re.compile(r"(\w+)(?:\[(\d+)\])?$")
+
+
+def concrete(state, path: str):
+    """The value at `path` ("partition.isr", "partitions[0].replicas") of a concrete state, None if `path`
+    names no field (a variable the state has no field for)."""
+    value = state
+    for part in path.split("."):
+        m = _STEP.match(part)
+        if m is None or not hasattr(value, "_fields") or m[1] not in value._fields:
+            return None
+        value = getattr(value, m[1])
+        if m[2] is not None:  # an element of a list: 0 (none) past its end, as the symbolic form reads it
+            value = value[int(m[2])] if int(m[2]) < len(value) else 0
+    return value
+
+
+@pytest.mark.parametrize("name", SYMBOLIC)
+def test_each_symbolic_variable_is_named_by_the_state_field_it_stands_for(name):
+    from harness.bitset import mask
+    from harness.engines import bfs
+
+    spec = load_spec(name)
+    sym = spec.symbolic
+    assert set(sym.STATE_FIELDS) == set(sym.make_state("x_", 2)) - {"n"}
+    model = spec.bind(spec.config())
+    result = bfs.explore(model, max_depth=3, check_deadlock=False)
+    states = [s for v in result.violations for s in v.states] or list(model.init_states())
+    states += list(model.init_states())
+    real = 0
+    for state in states:
+        projected = sym.project(model.config, state)
+        for var, f in sym.STATE_FIELDS.items():
+            value = concrete(state, f.path)
+            if value is None:  # a derived variable: named by what it means, never a bare letter
+                assert " " in f.path or f.reads == "per-broker", (var, f.path)
+                continue
+            real += 1
+            value = mask(value) if isinstance(value, tuple) else value
+            value = (1 << value if value else 0) if f.reads == "broker" else value
+            assert value == projected[var], (var, f.path)
+    assert real > 0
+
+
+def test_a_cti_is_written_and_shown_with_the_specs_field_names(cli, tmp_path):
+    code, out, _ = cli("prove", "kraft", "--config", "small", "--mutation", "completion_ignores_min_isr",
+                       "--brokers", "2", "--out", tmp_path)
+    assert code == 1 and "pre:  {'partition.replicas': " in out
+    [cti] = tmp_path.glob("kraft-completion_ignores_min_isr-alter_partition_reassignments-*-cti.itf.json")
+    doc = json.loads(cti.read_text())
+    assert {"partition.isr", "partition.leader", "completed_below_min_isr"} <= set(doc["vars"])
+    assert not {"I", "L", "B"} & set(doc["vars"]) and isinstance(doc["states"][0]["partition.leader"], int)
+    code, shown, _ = cli("show", cti, "--fields", "partition.*")
+    lines = shown.splitlines()
+    assert code == 0 and any(x.startswith("  partition.isr = {") for x in lines)
+    assert any(re.match(r"  partition\.leader: \d -> \d", x) for x in lines)
+    assert not any(re.match(r"  (I|L|B|le|pe) ", x) for x in lines)
