@@ -34,7 +34,8 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.corpus import REGRESSIONS, all_cases, liveness_preset, liveness_verdicts, run_case  # noqa: E402
+from harness.corpus import (REGRESSIONS, all_cases, liveness_preset, liveness_verdicts, protocol_changes,  # noqa: E402
+                            run_case)
 from harness.engines import bfs  # noqa: E402
 from harness.errors import BadInput  # noqa: E402
 from harness.engines import hypothesis as hyp  # noqa: E402
@@ -308,9 +309,11 @@ def main() -> int:
                     help="write this run's failures and timings as JSON to FILE instead of printing a verdict "
                          "(how the whole gate runs its jobs)")
     args = ap.parse_args()
-    for change in args.protocol_change:
-        spec_name, _, mutation = change.partition(":")
-        CHANGES[spec_name] = mutation
+    try:
+        CHANGES.update(protocol_changes(args.protocol_change))
+    except BadInput as exc:
+        console.print(f"error: {exc}", markup=False)
+        return 2
     names = spec_names()
     unknown = [n for n in args.spec if n not in names]
     if unknown:

@@ -39,7 +39,7 @@ from harness.errors import BadInput  # noqa: E402
 from harness.files import check_writable_dir, write_atomic  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
 from harness.check import expectation, trace_commands, write_counterexamples  # noqa: E402
-from harness.corpus import REGRESSIONS, liveness_preset, liveness_verdicts  # noqa: E402
+from harness.corpus import REGRESSIONS, liveness_preset, liveness_verdicts, protocol_changes  # noqa: E402
 from harness.model import config_to_dict  # noqa: E402
 
 import report  # noqa: E402  (ci/report.py)
@@ -245,9 +245,11 @@ def main() -> int:
     args = ap.parse_args()
     QUICK = QUICK or args.quick
     CHECKPOINTS = Path(args.checkpoints)
-    for change in args.protocol_change:
-        spec_name, _, mutation = change.partition(":")
-        CHANGES[spec_name] = mutation
+    try:
+        CHANGES.update(protocol_changes(args.protocol_change))  # before any work: a typo makes no report folder
+    except BadInput as exc:
+        log(f"error: {exc}")
+        return 2
     now = datetime.now(timezone.utc)
     try:
         day = datetime.strptime(args.date, "%Y-%m-%d").date() if args.date else now.date()
@@ -255,8 +257,7 @@ def main() -> int:
         log(f"error: --date {args.date!r} is not a date YYYY-MM-DD")
         return 2
     names = spec_names()
-    unknown = [n for n in args.spec if n not in names] + [c.split(":")[0] for c in args.protocol_change
-                                                          if c.split(":")[0] not in names]
+    unknown = [n for n in args.spec if n not in names]
     if unknown:
         log(f"error: unknown spec {unknown[0]!r} (known: {', '.join(names)})")
         return 2

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.engines import bfs
+from harness.errors import BadInput
 from harness.model import Action, Spec
 from harness.registry import load_spec, spec_names
 from harness.trace import trace_filename, write_trace
@@ -67,6 +68,20 @@ def liveness_preset(spec: Spec) -> str:
     """Where the gate and the nightly job check liveness: the spec's `liveness` preset (every rule fires, small
     enough for the graph engine), else `tiny`."""
     return "liveness" if "liveness" in spec.presets else "tiny"
+
+
+def protocol_changes(given: list[str]) -> dict[str, str]:
+    """`--protocol-change SPEC:MUTATION` of the gate and the nightly job (a mutation made the default behaviour,
+    to test the job itself) as spec -> mutation; BadInput for a malformed one or an unknown spec or mutation."""
+    out = {}
+    for change in given:
+        spec_name, _, mutation = change.partition(":")
+        spec = load_spec(spec_name)
+        if mutation not in spec.mutations:
+            raise BadInput(f"--protocol-change {change!r}: give SPEC:MUTATION with a mutation of {spec_name} "
+                           f"(known: {', '.join(spec.mutations)})")
+        out[spec_name] = mutation
+    return out
 
 
 def all_cases(names: list[str] | None = None) -> list[Case]:

@@ -305,3 +305,15 @@ def test_a_cti_is_written_and_shown_with_the_specs_field_names(cli, tmp_path):
     assert code == 0 and any(x.startswith("  partition.isr = {") for x in lines)
     assert any(re.match(r"  partition\.leader: \d -> \d", x) for x in lines)
     assert not any(re.match(r"  (I|L|B|le|pe) ", x) for x in lines)
+
+
+@pytest.mark.parametrize("script", ["gate.py", "nightly.py"])
+@pytest.mark.parametrize("change", ["kraft:no_such_mutation", "kraft", "no_such_spec:x"])
+def test_a_bad_protocol_change_is_one_line_and_exit_2_before_any_work(script, change, tmp_path):
+    args = ["--only", "2", "--spec", "kraft", "--out", str(tmp_path / "out")] if script == "gate.py" else \
+        ["--quick", "--spec", "kraft", "--reports", str(tmp_path / "r"), "--checkpoints", str(tmp_path / "c")]
+    p = subprocess.run([sys.executable, f"ci/{script}", *args, "--protocol-change", change], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1
+    assert p.stderr.startswith("error: ") and "Traceback" not in p.stderr
+    assert list(tmp_path.iterdir()) == []
