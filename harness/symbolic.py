@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import z3
 
+from harness.itf import Enum, Record
+
 
 def all_mask(n: int):
     """Brokers 1..n."""
@@ -82,9 +84,10 @@ def per_broker(path: str) -> StateField:
     return StateField(path, "per-broker")
 
 
-def state_fields(sym, values: dict) -> dict:
+def state_fields(sym, values: dict, schema: Record | None = None) -> dict:
     """A symbolic state's values (variable -> value as `prove` reads it: broker sets as member lists, a
-    per-broker variable as {broker: members}) under the names of the form's `STATE_FIELDS`."""
+    per-broker variable as {broker: members}) under the names of the form's `STATE_FIELDS`; a coded field of
+    `schema` (the spec's state: a status, a step) by its name, as traces write it."""
     names = getattr(sym, "STATE_FIELDS", {})
     out = {}
     for var, value in values.items():
@@ -96,5 +99,17 @@ def state_fields(sym, values: dict) -> dict:
         elif f.reads == "broker":
             out[f.path] = value[0] if value else 0
         else:
-            out[f.path] = value
+            coded = _field_type(schema, f.path)
+            named = isinstance(coded, Enum) and not isinstance(value, bool) and 0 <= value < len(coded.names)
+            out[f.path] = coded.names[value] if named else value  # a code the state has no name for stays a number
     return out
+
+
+def _field_type(schema: Record | None, path: str):
+    """The ITF type of the field at a dotted `path` of plain records ("controller.step"), else None."""
+    t = schema
+    for part in path.split("."):
+        if not isinstance(t, Record) or part not in t.fields:
+            return None
+        t = t.fields[part]
+    return t

@@ -317,3 +317,15 @@ def test_a_bad_protocol_change_is_one_line_and_exit_2_before_any_work(script, ch
     assert p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1
     assert p.stderr.startswith("error: ") and "Traceback" not in p.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_ctis_coded_fields_read_by_name(cli, tmp_path):
+    code, _, _ = cli("prove", "zk", "--config", "tiny", "--mutation", "rs_updated_first", "--brokers", "2", "--depth", "3",
+                     "--out", tmp_path)
+    assert code == 1
+    cti = tmp_path / "zk-rs_updated_first-b1_online_new_replicas-AssignmentRecoverable-cti.itf.json"
+    doc = json.loads(cti.read_text())
+    assert (doc["states"][0]["controller.step"], doc["states"][1]["controller.step"]) == ("B1", "B2")
+    assert doc["states"][0]["status"] == "IN_PROGRESS" and set(doc["states"][0]["zk.rs"]["#set"]) == {1, 2}
+    code, shown, _ = cli("show", cti, "--fields", "controller.step")
+    assert code == 0 and "  controller.step: B1 -> B2" in shown.splitlines()

@@ -113,7 +113,7 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
                 elif seen["reachable_depth"] is None and found is not None:
                     ctis[ctis.index(seen)] = cti
     for cti in ctis:  # as the model's state reads: the spec's field names (harness.symbolic.STATE_FIELDS)
-        cti["fields"] = {"pre": state_fields(sym, cti["pre"]), "post": state_fields(sym, cti["post"])}
+        cti["fields"] = {"pre": state_fields(sym, cti["pre"], spec.schema), "post": state_fields(sym, cti["post"], spec.schema)}
     proved = all(c["result"] == "proved" or c["rule"] == "init" and c["result"] == "unsat" for c in checks)
     return {"spec": spec.name, "mutation": mutation, "properties": names, "max_brokers": max_brokers,
             "proved": proved, "seconds": round(time.monotonic() - started, 2), "checks": len(checks),

@@ -82,7 +82,7 @@ STATE_FIELDS = {
     "c_RR": field("controller.removing"), "c_stop": field("controller.stopping"), "c_live": field("controller.live"),
     "ors": field("ors"), "trs": field("trs"), "le": field("zk.leader_epoch"), "sce": field("zk.state_ctrl_epoch"),
     "ver": field("zk.version"), "ce": field("zk.controller_epoch"), "c_epoch": field("controller.epoch"),
-    "step": field("controller.step (code)"), "status": field("status (code)"), "admin": field("zk.admin present"),
+    "step": field("controller.step"), "status": field("status"), "admin": field("zk.admin present"),
     "notice": field("zk.isr_notice"), "c_event": field("controller.znode_event"), "regressed": field("epoch_regressed"),
     "LR": field("the leader's replica lists (brokers[leader].replicas, LeaderAndIsr in flight to it)"),
     "live": field("live brokers (brokers[b].alive)")}
