@@ -211,23 +211,39 @@ def provenance(master: str) -> dict:
             "z3-solver": v("z3-solver"), "networkx": v("networkx"), "spark master": master}
 
 
-def failures_of(summary: dict) -> list[dict]:
+def failures_of(summary: dict) -> list[str]:
     """What fails the night: a safety violation the spec does not declare, a proof that no longer holds, a
-    liveness failure the spec does not declare or a declared one that no longer reproduces, a failing
-    fuzzer. Each as {"failure": text, "trace": its trace's path or None, "commands": replay, show, explore}."""
-    folder = Path(summary["folder"])
-    out = [(f"{n} ({eng}) violates {t['property']}", t["file"]) for n, m in summary["models"].items()
+    liveness failure the spec does not declare or a declared one that no longer reproduces, a failing fuzzer."""
+    out = [violation_failure(n, eng, t) for n, m in summary["models"].items()
            for eng in ("spark", "hypothesis", "z3") for t in m.get(eng, {}).get("violations", []) if "expected" not in t]
-    out += [(f"{n}: Z3 properties not inductive", None) for n, m in summary["models"].items()
+    out += [f"{n}: Z3 properties not inductive" for n, m in summary["models"].items()
             if not m.get("z3", {}).get("proved", True)]
-    out += [(f"{n}/{m['liveness']['preset']} liveness {p}: {v}",
-             next((t["file"] for t in m["liveness"]["violations"] if t["property"] == p), None))
-            for n, m in summary["models"].items() for p, v in m["liveness"]["verdicts"].items() if v in REGRESSIONS]
-    out += [(f"fuzzer {n} failed", None) for n, f in summary["fuzz"].items() if not f["passed"]]
+    out += [liveness_failure(n, m, p, v) for n, m in summary["models"].items()
+            for p, v in m["liveness"]["verdicts"].items() if v in REGRESSIONS]
+    out += [f"fuzzer {n} failed" for n, f in summary["fuzz"].items() if not f["passed"]]
     if summary.get("cluster") and not summary["cluster"]["passed"]:
-        out.append((f"Spark cluster tests failed: {summary['cluster']['tail']}", None))
-    return [{"failure": text, "trace": str(folder / trace) if trace else None,
-             "commands": trace_commands(str(folder / trace)) if trace else []} for text, trace in out]
+        out.append(f"Spark cluster tests failed: {summary['cluster']['tail']}")
+    return out
+
+
+def violation_failure(name: str, engine: str, violation: dict) -> str:
+    return f"{name} ({engine}) violates {violation['property']}: {violation['file']}"
+
+
+def liveness_failure(name: str, m: dict, prop: str, verdict: str) -> str:
+    return f"{name}/{m['liveness']['preset']} liveness {prop}: {verdict}"
+
+
+def failure_traces(summary: dict) -> list[dict]:
+    """Each failure (`failures_of`) as {"failure", "trace": the path of its trace or None, "commands": those
+    that replay, show and explore it}: what stderr's summary, summary.md and report.html list."""
+    folder = Path(summary["folder"])
+    traces = {violation_failure(n, eng, t): t["file"] for n, m in summary["models"].items()
+              for eng in ("spark", "hypothesis", "z3") for t in m.get(eng, {}).get("violations", [])}
+    traces.update({liveness_failure(n, m, t["property"], m["liveness"]["verdicts"].get(t["property"], "")): t["file"]
+                   for n, m in summary["models"].items() for t in m["liveness"]["violations"]})
+    return [{"failure": f, "trace": str(folder / traces[f]) if f in traces else None,
+             "commands": trace_commands(str(folder / traces[f])) if f in traces else []} for f in failures_of(summary)]
 
 
 def main() -> int:
@@ -285,16 +301,16 @@ def main() -> int:
     summary["fuzz"] = {} if QUICK else run_fuzzers(folder)
     log("[Spark cluster]" + (" skipped in the quick run" if QUICK else ""))
     summary["cluster"] = {} if QUICK else run_cluster_tests(folder)
-    summary["failure_traces"] = failures_of(summary)
-    summary["failures"] = [f["failure"] for f in summary["failure_traces"]]  # the texts alone, as earlier nights
+    summary["failures"] = failures_of(summary)
     summary["outcome"] = "failed" if summary["failures"] else "ok"
+    summary["failure_traces"] = failure_traces(summary)
     summary["comparison"] = compare(previous, summary)
     text = json.dumps(summary, indent=1, sort_keys=True)
     write_atomic(folder / "summary.json", lambda p: p.write_text(text))
     report.render(folder, summary, history)
     log(f"report: {folder}/report.html ({summary['outcome']}{report.run_kind(summary, ', ')})")
     for f in summary["failure_traces"]:
-        log(f"  - {f['failure']}" + (f": {f['trace']}" if f["trace"] else ""))
+        log(f"  - {f['failure']}" + (f" ({f['trace']})" if f["trace"] else ""))
         for command in f["commands"]:
             log(f"      {command}")
     return 1 if summary["failures"] else 0

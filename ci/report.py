@@ -116,7 +116,7 @@ def markdown(summary: dict, rows: list[dict]) -> str:
     if summary.get("failures"):
         lines += ["Failures:", ""]
         for f in failure_traces(summary):
-            lines.append(f"- {f['failure']}" + (f": `{f['trace']}`" if f["trace"] else ""))
+            lines.append(f"- {f['failure']}" + (f" (`{f['trace']}`)" if f["trace"] else ""))
             lines += [f"  - `{command}`" for command in f["commands"]]
         lines.append("")
     lines += ["| model | property | spark | hypothesis | graph | z3 |", "|---|---|---|---|---|---|"]

@@ -213,8 +213,8 @@ def test_a_quick_simulated_night_says_so_and_gives_each_failures_trace_and_comma
                               + summary["models"]["example"]["hypothesis"]["violations"] if t["file"] in f["trace"])
         assert f["trace"] == str(trace) and trace.exists()
         commands = [f"python -m harness {c} {trace}" for c in ("replay", "show", "explore")]
-        assert f"  - {f['failure']}: {trace}\n" + "".join(f"      {c}\n" for c in commands) in p.stderr
-        assert f"- {f['failure']}: `{trace}`\n" + "".join(f"  - `{c}`\n" for c in commands) in md
+        assert f"  - {f['failure']} ({trace})\n" + "".join(f"      {c}\n" for c in commands) in p.stderr
+        assert f"- {f['failure']} (`{trace}`)\n" + "".join(f"  - `{c}`\n" for c in commands) in md
         assert all(c in html for c in commands)
 
 
