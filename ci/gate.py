@@ -5,8 +5,12 @@ variants (must find nothing); mutation adequacy (every declared mutation caught 
 survivor names the rule whose loss went unnoticed); replay of every trace in counterexamples/;
 the Hypothesis `ci` profile on each model; a comparison with ci/baseline.json (distinct states
 and per-rule coverage per model and config) printed as a table, where a rule that stops firing
-fails the gate; for models with a symbolic form, a Z3 proof that their Z3 properties are inductive,
-BMC of the ci config, and BMC of every mutation that breaks the induction (at its config).
+fails the gate (a search stopped by a violation is not compared: it saw only part of the space); for
+models with a symbolic form, a Z3 proof that their Z3 properties are inductive, BMC of the ci config, and
+BMC of every mutation that breaks the induction (at its config); liveness with the graph engine at each
+model's liveness preset, against the failures the spec declares. A violation the spec declares expected
+(`Spec.declared_failure`, the decision `check --json`'s `expected` and the nightly share) is printed, not a
+failure; any other ends with the commands that replay, show and explore its trace.
 `--write-baseline` rewrites the baseline (`make ci-baseline`).
 
 Pytest runs first, on both cores, without the tests marked `gate` (work a later step repeats); then every
@@ -24,18 +28,20 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.corpus import REGRESSIONS, all_cases, liveness_preset, liveness_verdicts, run_case  # noqa: E402
+from harness.corpus import (REGRESSIONS, all_cases, liveness_preset, liveness_verdicts, protocol_changes,  # noqa: E402
+                            run_case)
 from harness.engines import bfs  # noqa: E402
 from harness.errors import BadInput  # noqa: E402
 from harness.engines import hypothesis as hyp  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
 from harness.replay import replay  # noqa: E402
-from harness.check import write_counterexamples  # noqa: E402
+from harness.check import expectation, trace_commands, write_counterexamples  # noqa: E402
 from harness.trace import read_trace  # noqa: E402
 
 BASELINE = ROOT / "ci" / "baseline.json"
@@ -54,23 +60,41 @@ def exhaust_ci(names: list[str], failures: list[str], out: Path) -> dict:
         model = spec.bind(spec.config("ci", mutation=CHANGES.get(name)))
         t = time.monotonic()
         r = bfs.explore(model)
+        # A search stopped by a violation saw only part of the space: its figures are no state space to
+        # compare with the baseline (compare_baseline says so instead of listing every rule as changed).
         measured[f"{name}/ci"] = {"distinct": r.stats["distinct"], "depth": r.stats["depth"],
-                                  "coverage": {k: v["distinct"] for k, v in r.coverage.items()}}
+                                  "coverage": {k: v["distinct"] for k, v in r.coverage.items()},
+                                  **({"stopped_by": r.stopped_by} if r.stopped_by == "violation" else {})}
         console.print(f"  {name}/ci: {r.stats['distinct']:,} states, depth {r.stats['depth']}, "
                       f"{time.monotonic() - t:.1f} s, {r.outcome}")
         write_counterexamples(model, r, out, None)
-        for v in r.violations:
-            failures.append(f"{name}/ci violates {v.outcome.property} ({v.depth} steps): {v.trace_path}")
-        if not r.complete:
+        report_violations(model, r, f"{name}/ci", failures)
+        if not r.complete and r.stopped_by != "violation":
             failures.append(f"{name}/ci was not exhausted ({r.stopped_by})")
     return measured
+
+
+def report_violations(model, result, label: str, failures: list[str]) -> None:
+    """A violation the spec declares expected (`Spec.declared_failure`, as `check` and the nightly decide) is
+    printed; any other is a failure, with the commands that replay, show and explore its trace."""
+    for v in result.violations:
+        what = f"{label} violates {v.outcome.property or v.outcome.kind} ({result.engine}, {v.depth} steps)"
+        if declared := expectation(model, v):
+            console.print(f"  {what}: expected violation, declared at config {declared['preset']} "
+                          f"({declared['source']})", markup=False)
+        else:
+            failures.append(failure_with_commands(what, v.trace_path))
+
+
+def failure_with_commands(what: str, trace: str) -> str:
+    return f"{what}: {trace}" + "".join(f"\n      {command}" for command in trace_commands(trace))
 
 
 def mutation_adequacy(names: list[str], failures: list[str]) -> None:
     for case in all_cases(names):
         model, r = run_case(case)
         if case.mutation == "none":
-            ok = case.found(r)
+            ok = case.found(model, r)
             what = "expected violation" if ok else "expected violation NOT found"
         else:
             ok = bool(r.violations)
@@ -96,7 +120,7 @@ def liveness_step(names: list[str], failures: list[str]) -> None:
         model = spec.bind(spec.config(preset, mutation=CHANGES.get(name)))
         t = time.monotonic()
         r, _ = graph.explore(model, check_safety=False)
-        verdicts = liveness_verdicts(spec, preset, r.stats["liveness"])
+        verdicts = liveness_verdicts(spec, preset, r.stats["liveness"], model.config)
         console.print(f"  {name}/{preset}: " + ", ".join(f"{p} {v}" for p, v in verdicts.items()) +
                       f" ({r.stats['states']:,} states, {time.monotonic() - t:.1f} s)")
         failures += [f"{name}/{preset} liveness {p}: {v}" for p, v in verdicts.items() if v in REGRESSIONS]
@@ -124,13 +148,12 @@ def hypothesis_ci(names: list[str], failures: list[str], out: Path) -> None:
     for name in names:
         spec = load_spec(name)
         preset = "large" if "large" in spec.presets else "ci"
-        model = spec.bind(spec.config(preset))
+        model = spec.bind(spec.config(preset, mutation=CHANGES.get(name)))
         r = hyp.explore(model, profile="ci", examples=GATE_HYPOTHESIS_RUNS)
         console.print(f"  {name}/{preset}: {r.stats['max_examples']} runs x {r.stats['max_steps']} steps, "
                       f"{r.stats['seconds']:.1f} s, {r.outcome}")
         write_counterexamples(model, r, out, None)
-        for v in r.violations:
-            failures.append(f"{name}/{preset} (hypothesis) violates {v.outcome.property}: {v.trace_path}")
+        report_violations(model, r, f"{name}/{preset}", failures)
 
 
 def z3_checks(names: list[str], failures: list[str], out: Path) -> None:
@@ -156,8 +179,7 @@ def z3_checks(names: list[str], failures: list[str], out: Path) -> None:
                           f"({bmc.stats['seconds']} s)")
             failures.append(f"{name}/ci: Z3 properties not inductive: "
                             + "; ".join(f"{c['rule']} breaks {c['property']} ({c['reachability']})" for c in proof["ctis"]))
-            for v in bmc.violations:
-                failures.append(f"{name}/ci violates {v.outcome.property} (BMC, {v.depth} steps): {v.trace_path}")
+            report_violations(model, bmc, f"{name}/ci", failures)
         for mutation in spec.mutations:
             preset = spec.preset_for(mutation)
             mutated = spec.bind(spec.config(preset, mutation=mutation))
@@ -180,7 +202,13 @@ def compare_baseline(measured: dict, failures: list[str]) -> None:
         return
     base = json.loads(BASELINE.read_text())
     table = Table("model/config", "what", "baseline", "now", "change", box=None, padding=(0, 2))
+    stopped = [key for key, now in measured.items() if now.get("stopped_by") == "violation"]
+    for key in stopped:
+        console.print(f"  {key}: the search stopped at a violation after {measured[key]['distinct']:,} states: "
+                      "not compared with the baseline")
     for key, now in measured.items():
+        if key in stopped:
+            continue
         old = base.get(key)
         if old is None:
             table.add_row(key, "distinct states", "-", f"{now['distinct']:,}", "new")
@@ -197,8 +225,10 @@ def compare_baseline(measured: dict, failures: list[str]) -> None:
                 if a and not b:
                     failures.append(f"{key}: rule {rule} stopped firing (baseline {a:,} states)")
     if table.row_count:
-        console.print(table)
-    else:
+        # as wide as its longest row: rich fits a table to the console (80 columns in a CI log) by cutting cells
+        width = Measurement.get(console, console.options.update(max_width=10**4), table).maximum
+        Console(file=console.file, width=max(console.width, width), highlight=False).print(table)
+    elif len(stopped) < len(measured):
         console.print("  state space identical to the baseline")
 
 
@@ -257,25 +287,37 @@ JOB_PROCESSES = 2
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write-baseline", action="store_true")
-    ap.add_argument("--skip-pytest", action="store_true")
-    ap.add_argument("--out", default="traces/gate")
-    ap.add_argument("--only", default=None, help="comma-separated step numbers to run in this process (1 = pytest ... "
-                                                 "6 = baseline, 7 = Z3, 8 = liveness)")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="steps (numbers for --only):\n" + "\n".join(
+                                     f"  {number}  {title}" for number, title in enumerate(STEPS, 1)) +
+                                 "\n\nExit 0: passed; 1: a step failed (each failure listed last, a violation with the "
+                                 "commands\nthat replay, show and explore its trace); 2: bad input; 130/143: interrupted.")
+    ap.add_argument("--write-baseline", action="store_true",
+                    help="rewrite ci/baseline.json from the ci exhaustions (step 2) and stop; refused on a violation")
+    ap.add_argument("--skip-pytest", action="store_true", help="leave out step 1 (pytest)")
+    ap.add_argument("--out", default="traces/gate",
+                    help="folder (under the repository) for the traces of violations, junit.xml, timings.json and "
+                         "the jobs' reports (default: %(default)s)")
+    ap.add_argument("--only", default=None, metavar="N[,N...]",
+                    help="run only these steps, in this process (numbers below); without it pytest runs first and "
+                         "steps 2-8 as jobs, two processes at a time")
     ap.add_argument("--spec", action="append", default=[], metavar="NAME",
                     help="only these models (repeatable; default: every model)")
     ap.add_argument("--protocol-change", action="append", default=[], metavar="SPEC:MUTATION",
                     help="simulate a protocol change: make MUTATION the default behaviour of SPEC")
-    ap.add_argument("--report", default=None, help=argparse.SUPPRESS)  # a job's JSON report (run_jobs)
+    ap.add_argument("--report", default=None, metavar="FILE",
+                    help="write this run's failures and timings as JSON to FILE instead of printing a verdict "
+                         "(how the whole gate runs its jobs)")
     args = ap.parse_args()
-    for change in args.protocol_change:
-        spec_name, _, mutation = change.partition(":")
-        CHANGES[spec_name] = mutation
+    try:
+        CHANGES.update(protocol_changes(args.protocol_change))
+    except BadInput as exc:
+        console.print(f"error: {exc}", markup=False)
+        return 2
     names = spec_names()
     unknown = [n for n in args.spec if n not in names]
     if unknown:
-        console.print(f"unknown spec {unknown[0]!r} (known: {', '.join(names)})")
+        console.print(f"error: unknown spec {unknown[0]!r} (known: {', '.join(names)})", markup=False)
         return 2
     names = [n for n in names if n in args.spec] if args.spec else names
     out = ROOT / args.out
@@ -283,6 +325,11 @@ def main() -> int:
     started = time.monotonic()
     if args.write_baseline:
         measured = exhaust_ci(names, failures, out)
+        if failures:  # a violation stops a search: its figures are no baseline
+            console.print("[red]baseline not written[/red]")
+            for f in failures:
+                console.print(f"  - {f}", markup=False)
+            return 1
         if args.spec and BASELINE.exists():  # only these models' entries change
             measured = {**json.loads(BASELINE.read_text()), **measured}
         BASELINE.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
@@ -345,7 +392,7 @@ def main() -> int:
     if failures:
         console.print("[red]GATE FAILED[/red]")
         for f in failures:
-            console.print(f"  - {f}")
+            console.print(f"  - {f}", markup=False)
         return 1
     console.print("[green]gate passed[/green]")
     return 0

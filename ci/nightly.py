@@ -7,8 +7,9 @@ models with a symbolic form a Z3 proof and BMC to depth 16 at the `nightly` conf
 (malformed traces, command lines, damaged checkpoints, edited checkpoint manifests) at their long profile. Writes
 reports/<UTC timestamp>/: summary.json, report.html (states per depth, per-rule coverage, time per engine, as inline SVG),
 every counterexample as ITF, and a comparison with the previous report. Exit 1 on any violation
-of a default (unmutated) configuration, on a liveness failure the spec does not declare and on a declared
-one that no longer reproduces. NIGHTLY_QUICK=1 (or --quick) runs a reduced version (tests).
+of a default (unmutated) configuration that the spec does not declare expected (`Spec.declared_failure`), on
+a liveness failure the spec does not declare and on a declared one that no longer reproduces; the last lines
+on stderr list each failure with its trace and the commands that replay, show and explore it. NIGHTLY_QUICK=1 (or --quick) runs a reduced version (tests).
 
 The Hypothesis seed is the UTC date (YYYYMMDD), printed and recorded: `--seed S` repeats a night's walks,
 `--date YYYY-MM-DD` runs as of another night (tests). The report (ci/report.py, ci/templates/) starts
@@ -37,8 +38,8 @@ from harness.checkpoint import CheckpointRefused  # noqa: E402
 from harness.errors import BadInput  # noqa: E402
 from harness.files import check_writable_dir, write_atomic  # noqa: E402
 from harness.registry import load_spec, spec_names  # noqa: E402
-from harness.check import write_counterexamples  # noqa: E402
-from harness.corpus import REGRESSIONS, liveness_preset, liveness_verdicts  # noqa: E402
+from harness.check import expectation, trace_commands, write_counterexamples  # noqa: E402
+from harness.corpus import REGRESSIONS, liveness_preset, liveness_verdicts, protocol_changes  # noqa: E402
 from harness.model import config_to_dict  # noqa: E402
 
 import report  # noqa: E402  (ci/report.py)
@@ -53,9 +54,11 @@ def log(msg: str) -> None:
 
 
 def save_violations(model, result, folder: Path, seed: int | None = None) -> list[dict]:
+    """Each violation's trace, written into the night's folder; one the spec declares expected
+    (`Spec.declared_failure`, as `check` and the gate decide) carries its declaration and fails nothing."""
     write_counterexamples(model, result, folder, seed)
-    return [{"property": v.outcome.property or v.outcome.kind, "file": str(Path(v.trace_path).relative_to(folder))}
-            for v in result.violations]
+    return [{"property": v.outcome.property or v.outcome.kind, "file": str(Path(v.trace_path).relative_to(folder)),
+             **({"expected": declared} if (declared := expectation(model, v)) else {})} for v in result.violations]
 
 
 def run_model(name: str, folder: Path, seed: int) -> dict:
@@ -100,7 +103,7 @@ def run_model(name: str, folder: Path, seed: int) -> dict:
     out["configs"][lp] = config_to_dict(model.config)
     t = time.monotonic()
     r, _ = graph.explore(model, check_safety=False)
-    verdicts = liveness_verdicts(spec, lp, r.stats["liveness"])
+    verdicts = liveness_verdicts(spec, lp, r.stats["liveness"], model.config)
     # each declared failure with the reason the spec gives, which cites its source (a Kafka JIRA issue or KIP)
     declared = {p: why for (preset, p), why in spec.expected_liveness.items() if preset == lp}
     out["liveness"] = {"preset": lp, "properties": r.stats["liveness"], "verdicts": verdicts, "declared": declared,
@@ -233,13 +236,13 @@ def provenance(master: str) -> dict:
 
 
 def failures_of(summary: dict) -> list[str]:
-    """What fails the night: a safety violation, a proof that no longer holds, a liveness failure the spec
-    does not declare or a declared one that no longer reproduces, a failing fuzzer."""
-    out = [f"{n} ({eng}) violates {t['property']}: {t['file']}" for n, m in summary["models"].items()
-           for eng in ("spark", "hypothesis", "z3") for t in m.get(eng, {}).get("violations", [])]
+    """What fails the night: a safety violation the spec does not declare, a proof that no longer holds, a
+    liveness failure the spec does not declare or a declared one that no longer reproduces, a failing fuzzer."""
+    out = [violation_failure(n, eng, t) for n, m in summary["models"].items()
+           for eng in ("spark", "hypothesis", "z3") for t in m.get(eng, {}).get("violations", []) if "expected" not in t]
     out += [f"{n}: Z3 properties not inductive" for n, m in summary["models"].items()
             if not m.get("z3", {}).get("proved", True)]
-    out += [f"{n}/{m['liveness']['preset']} liveness {p}: {v}" for n, m in summary["models"].items()
+    out += [liveness_failure(n, m, p, v) for n, m in summary["models"].items()
             for p, v in m["liveness"]["verdicts"].items() if v in REGRESSIONS]
     out += [f"fuzzer {n} failed" for n, f in summary["fuzz"].items() if not f["passed"]]
     if summary.get("cluster") and not summary["cluster"]["passed"]:
@@ -247,6 +250,26 @@ def failures_of(summary: dict) -> list[str]:
     out += [f"KRaft cluster scenario {n}: {v['verdict']} {v['detail']}" for n, v in summary.get("kraft_cluster", {}).items()
             if v["verdict"] != "explained" and not (v["verdict"] == "unexplained" and v["known"])]
     return out
+
+
+def violation_failure(name: str, engine: str, violation: dict) -> str:
+    return f"{name} ({engine}) violates {violation['property']}: {violation['file']}"
+
+
+def liveness_failure(name: str, m: dict, prop: str, verdict: str) -> str:
+    return f"{name}/{m['liveness']['preset']} liveness {prop}: {verdict}"
+
+
+def failure_traces(summary: dict) -> list[dict]:
+    """Each failure (`failures_of`) as {"failure", "trace": the path of its trace or None, "commands": those
+    that replay, show and explore it}: what stderr's summary, summary.md and report.html list."""
+    folder = Path(summary["folder"])
+    traces = {violation_failure(n, eng, t): t["file"] for n, m in summary["models"].items()
+              for eng in ("spark", "hypothesis", "z3") for t in m.get(eng, {}).get("violations", [])}
+    traces.update({liveness_failure(n, m, t["property"], m["liveness"]["verdicts"].get(t["property"], "")): t["file"]
+                   for n, m in summary["models"].items() for t in m["liveness"]["violations"]})
+    return [{"failure": f, "trace": str(folder / traces[f]) if f in traces else None,
+             "commands": trace_commands(str(folder / traces[f])) if f in traces else []} for f in failures_of(summary)]
 
 
 def main() -> int:
@@ -264,9 +287,11 @@ def main() -> int:
     args = ap.parse_args()
     QUICK = QUICK or args.quick
     CHECKPOINTS = Path(args.checkpoints)
-    for change in args.protocol_change:
-        spec_name, _, mutation = change.partition(":")
-        CHANGES[spec_name] = mutation
+    try:
+        CHANGES.update(protocol_changes(args.protocol_change))  # before any work: a typo makes no report folder
+    except BadInput as exc:
+        log(f"error: {exc}")
+        return 2
     now = datetime.now(timezone.utc)
     try:
         day = datetime.strptime(args.date, "%Y-%m-%d").date() if args.date else now.date()
@@ -274,8 +299,7 @@ def main() -> int:
         log(f"error: --date {args.date!r} is not a date YYYY-MM-DD")
         return 2
     names = spec_names()
-    unknown = [n for n in args.spec if n not in names] + [c.split(":")[0] for c in args.protocol_change
-                                                          if c.split(":")[0] not in names]
+    unknown = [n for n in args.spec if n not in names]
     if unknown:
         log(f"error: unknown spec {unknown[0]!r} (known: {', '.join(names)})")
         return 2
@@ -290,8 +314,10 @@ def main() -> int:
     folder = reports / started
     folder.mkdir(parents=True)
     master = os.environ.get("NIGHTLY_MASTER", "local[*]")
-    log(f"nightly {day.isoformat()}: Hypothesis seed {seed}, report {folder}")
+    log(f"nightly {day.isoformat()}: Hypothesis seed {seed}, report {folder}" +
+        report.run_kind({"quick": QUICK, "protocol_changes": CHANGES}, "; "))
     summary = {"started": started, "date": day.isoformat(), "seed": seed, "quick": QUICK, "folder": str(folder),
+               "protocol_changes": dict(CHANGES),
                "provenance": provenance(master), "models": {}, "configs": {}}
     for name in [n for n in names if n in args.spec] if args.spec else names:
         log(f"[{name}]")
@@ -305,13 +331,16 @@ def main() -> int:
     summary["kraft_cluster"] = {} if QUICK else run_kraft_scenarios(folder)
     summary["failures"] = failures_of(summary)
     summary["outcome"] = "failed" if summary["failures"] else "ok"
+    summary["failure_traces"] = failure_traces(summary)
     summary["comparison"] = compare(previous, summary)
     text = json.dumps(summary, indent=1, sort_keys=True)
     write_atomic(folder / "summary.json", lambda p: p.write_text(text))
     report.render(folder, summary, history)
-    log(f"report: {folder}/report.html ({summary['outcome']})")
-    for f in summary["failures"]:
-        log(f"  - {f}")
+    log(f"report: {folder}/report.html ({summary['outcome']}{report.run_kind(summary, ', ')})")
+    for f in summary["failure_traces"]:
+        log(f"  - {f['failure']}" + (f" ({f['trace']})" if f["trace"] else ""))
+        for command in f["commands"]:
+            log(f"      {command}")
     return 1 if summary["failures"] else 0
 
 

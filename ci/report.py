@@ -27,8 +27,10 @@ def matrix(summary: dict) -> list[dict]:
             if not run:
                 continue
             violated = {t["property"]: t["file"] for t in run.get("violations", [])}
+            expected = {t["property"] for t in run.get("violations", []) if t.get("expected")}
             for prop in m["invariants"]:
-                status = "violated" if prop in violated else ("holds" if run.get("complete", True) else "not checked")
+                status = ("expected" if prop in expected else "violated") if prop in violated else \
+                    ("holds" if run.get("complete", True) else "not checked")
                 engines.setdefault(prop, {})[engine] = {"status": status, "trace": violated.get(prop)}
         live = m.get("liveness", {})
         traces = {t["property"]: t["file"] for t in live.get("violations", [])}
@@ -70,14 +72,30 @@ def polyline(values: list[float], width: int, height: int) -> str:
     return " ".join(f"{i * step:.1f},{height - v / top * height:.1f}" for i, v in enumerate(values))
 
 
+def run_kind(summary: dict, separator: str = "") -> str:
+    """What kind of night it was, when not a full one: a quick run, a simulated protocol change ("" else)."""
+    kinds = (["quick run (reduced configs, no fuzzers, no cluster tests)"] if summary.get("quick") else []) + [
+        f"simulated protocol change {spec}:{mutation} (a mutation made the default behaviour, to test the job: "
+        "it should fail)"
+        for spec, mutation in (summary.get("protocol_changes") or {}).items()]
+    return separator + "; ".join(kinds) if kinds else ""
+
+
+def failure_traces(summary: dict) -> list[dict]:
+    """Each failure with its trace and the commands that replay, show and explore it (a summary written
+    before nights recorded them: the texts alone)."""
+    return summary.get("failure_traces") or [{"failure": f, "trace": None, "commands": []}
+                                              for f in summary.get("failures", [])]
+
+
 def render(folder: Path, summary: dict, history: list[dict]) -> None:
     """report.html and summary.md in `folder`; appends summary.md to $GITHUB_STEP_SUMMARY when it is set."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]))
     env.filters["polyline"] = polyline
     rows = matrix(summary)
-    top = max([v for m in summary["models"].values() for v in m.get("spark", {}).get("coverage", {}).values()] or [1])
     html = env.get_template("report.html.j2").render(summary=summary, rows=rows, trends=trends(history + [summary]),
-                                                     coverage_top=top, statuses=STATUSES)
+                                                     statuses=STATUSES, run_kind=run_kind(summary),
+                                                     failures=failure_traces(summary))
     write_atomic(folder / "report.html", lambda p: p.write_text(html))
     md = markdown(summary, rows)
     write_atomic(folder / "summary.md", lambda p: p.write_text(md))
@@ -91,10 +109,16 @@ def render(folder: Path, summary: dict, history: list[dict]) -> None:
 
 
 def markdown(summary: dict, rows: list[dict]) -> str:
-    lines = [f"## Nightly {summary['date']}: {summary['outcome']}", "",
-             f"Seed {summary['seed']}, commit `{summary['provenance']['commit']}`.", ""]
+    lines = [f"## Nightly {summary['date']}: {summary['outcome']}", ""]
+    if run_kind(summary):
+        lines += [f"**{run_kind(summary)[0].upper()}{run_kind(summary)[1:]}.**", ""]
+    lines += [f"Seed {summary['seed']}, commit `{summary['provenance']['commit']}`.", ""]
     if summary.get("failures"):
-        lines += ["Failures:", ""] + [f"- {f}" for f in summary["failures"]] + [""]
+        lines += ["Failures:", ""]
+        for f in failure_traces(summary):
+            lines.append(f"- {f['failure']}" + (f" (`{f['trace']}`)" if f["trace"] else ""))
+            lines += [f"  - `{command}`" for command in f["commands"]]
+        lines.append("")
     lines += ["| model | property | spark | hypothesis | graph | z3 |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['model']} | {r['property']} | " + " | ".join(r["cells"][e]["status"] for e in

@@ -34,9 +34,23 @@ def summary(model: Model, result: CheckResult) -> dict:
         "stopped_by": result.stopped_by,
         "stats": result.stats,
         "coverage": result.coverage,
-        "violations": [violation_json(model, v) for v in result.violations],  # with statement and reason
+        # with statement and reason; `expected`: a failure the spec declares (check's exit code is 1 either way)
+        "violations": [dict(violation_json(model, v), expected=(d := expectation(model, v)) is not None,
+                            **({"declaration": d} if d else {})) for v in result.violations],
+        "expected": bool(result.violations) and all(expectation(model, v) for v in result.violations),
         "warnings": result.warnings,
     }
+
+
+def expectation(model: Model, violation) -> dict | None:
+    """The spec's declaration that makes this violation expected (`Spec.declared_failure`), or None."""
+    return model.spec.declared_failure(model.config, violation.outcome.kind, violation.outcome.property)
+
+
+def trace_commands(path: str) -> list[str]:
+    """The commands that replay, show and explore a written trace (the gate's and the nightly's failures
+    end with them)."""
+    return [f"python -m harness {command} {path}" for command in ("replay", "show", "explore")]
 
 
 def exit_code(result: CheckResult) -> int:

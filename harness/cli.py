@@ -164,7 +164,8 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
 @click.option("--progress-every", type=click.FloatRange(min=0.1, max=86400), default=30.0, show_default=True,
               help="seconds between progress lines when stderr is not a terminal (a terminal is redrawn)")
-@click.option("--seed", default=0, show_default=True, type=int, help=_engines("seed") + "seed of the random walks (recorded in traces)")
+@click.option("--seed", default=None, type=int, help=_engines("seed") + "seed of the random walks (recorded in traces; "
+              "default 0); refused by the derandomized ci profile")
 @click.option("--exact", is_flag=True, help=_engines("exact") + "store full states instead of 64-bit fingerprints")
 @click.option("--no-deadlock", is_flag=True, help=_engines("no_deadlock") + "do not report states without successors")
 @click.option("--max-states", type=click.IntRange(min=1), default=None,
@@ -236,7 +237,7 @@ def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_
 
         with _progress(quiet, "building the state graph ...") as progress:
             kwargs = {"max_states": max_states} if max_states else {}
-            result, _ = graph.explore(model, **kwargs)
+            result, _ = graph.explore(model, progress=progress, **kwargs)
     elif engine == "hypothesis":
         from harness.engines import hypothesis
 
@@ -278,12 +279,14 @@ def _header(model, engine: str, seed: int | None) -> str:
 def _progress_line(p: dict) -> str:
     """One progress line from an engine's figures: a search's states, depth, frontier and rate, or a
     budgeted run's share of its budget with an ETA."""
-    elapsed = p["elapsed"]
+    elapsed = max(p["elapsed"], 0.0)
     if "budget" in p:  # Hypothesis: runs of a known budget
-        done, total = p["runs"], p["budget"]
-        eta = f", ETA {elapsed / done * (total - done):,.0f} s" if done else ""
-        return f"{done:,} of {total:,} runs ({done / total:.0%}), {p['steps']:,} steps, {elapsed:,.0f} s{eta}"
-    rate = p["distinct"] / elapsed if elapsed else 0
+        done, total = p["runs"], max(p["budget"], 1)
+        # Hypothesis may run a few more than its budget (replayed examples): never over 100%, never a negative ETA
+        share = min(done / total, 1.0)
+        eta = f", ETA {elapsed / done * (total - done):,.0f} s" if 0 < done < total else ""
+        return f"{done:,} of {p['budget']:,} runs ({share:.0%}), {p['steps']:,} steps, {elapsed:,.0f} s{eta}"
+    rate = p["distinct"] / elapsed if elapsed > 0 else 0
     return (f"{p['distinct']:,} distinct  {p['generated']:,} generated  depth {p['depth']}  "
             f"frontier {max(p['queue'], 0):,}  {rate:,.0f} states/s  {elapsed:,.0f} s")
 
@@ -372,8 +375,13 @@ def _print_result(model, result) -> None:
     if result.violations:
         from harness.present import violation_lines
 
+        from harness.check import expectation
+
         for i, v in enumerate(result.violations):  # on stdout: each trace inline, its VIOLATION line last
             _print_lines(([Text("")] if i else []) + violation_lines(model, v))
+            if declared := expectation(model, v):  # exit 1 still: JSON's `expected` tells a wrapper apart
+                out.print(Text.assemble(("expected violation", "bold yellow"),
+                                        f": declared at config {declared['preset']} ({declared['source']}): {declared['why']}"))
     elif result.engine == "z3":
         out.print(f"[green]no violation[/green] of {', '.join(result.stats['properties'])} within {result.stats['depth']} "
                   "abstract steps" + ("" if result.complete else " examined (incomplete: see the warning)"))
@@ -547,8 +555,8 @@ def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth,
                   f"{result['checks']} checks in {result['seconds']} s")
         for cti in result["ctis"]:
             out.print(f"CTI {cti['rule']} breaks {cti['property']} ({cti['brokers']} brokers): {cti['reachability']}")
-            out.print(f"  pre:  {cti['pre']}")
-            out.print(f"  post: {cti['post']}  params {cti['params']}  -> {cti['file']}")
+            out.print(Text(f"  pre:  {cti['fields']['pre']}"))  # the spec's field names (`show FILE` reads them)
+            out.print(Text(f"  post: {cti['fields']['post']}  params {cti['params']}  -> {cti['file']}"))
     sys.exit(0 if result["proved"] else 1)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.engines import bfs
+from harness.errors import BadInput
 from harness.model import Action, Spec
 from harness.registry import load_spec, spec_names
 from harness.trace import trace_filename, write_trace
@@ -28,8 +29,12 @@ class Case:
         return f"{self.spec}/{self.preset}" + ("" if self.mutation == "none" else f"/{self.mutation}") + (
             f" {self.liveness}" if self.liveness else "")
 
-    def found(self, result) -> bool:
-        """The result shows what the case expects: any violation, or a lasso of its liveness property."""
+    def found(self, model, result) -> bool:
+        """The result shows what the case expects: for a mutation any violation (or a lasso of its liveness
+        property), for a declared failure a violation the spec declares expected (`declared_failure`)."""
+        if self.mutation == "none":
+            return any(model.spec.declared_failure(model.config, v.outcome.kind, v.outcome.property)
+                       and (not self.liveness or v.outcome.property == self.liveness) for v in result.violations)
         if self.liveness:
             return any(v.outcome.property == self.liveness for v in result.violations)
         return bool(result.violations)
@@ -42,13 +47,15 @@ def cases(spec: Spec) -> list[Case]:
     return out
 
 
-def liveness_verdicts(spec: Spec, preset: str, liveness: dict) -> dict[str, str]:
-    """Each liveness property's result at `preset` (the graph engine's `stats["liveness"]`) against the
-    spec's declarations: "holds", "expected failure", "NEW failure" or "expected failure NO LONGER
-    reproduces". The last two are regressions a scheduled job must fail on."""
+def liveness_verdicts(spec: Spec, preset: str, liveness: dict, cfg=None) -> dict[str, str]:
+    """Each liveness property's result at `preset` (the graph engine's `stats["liveness"]`; `cfg`: the
+    config it ran, default the preset's own) against the spec's declarations (`Spec.declared_failure`):
+    "holds", "expected failure", "NEW failure" or "expected failure NO LONGER reproduces". The last two are
+    regressions a scheduled job must fail on."""
+    cfg = spec.config(preset) if cfg is None else cfg
     out = {}
     for name, r in liveness.items():
-        expected = (preset, name) in spec.expected_liveness
+        expected = spec.declared_failure(cfg, "liveness", name) is not None
         out[name] = ({True: "expected failure NO LONGER reproduces", False: "holds"}[expected] if r["holds"]
                      else {True: "expected failure", False: "NEW failure"}[expected])
     return out
@@ -61,6 +68,20 @@ def liveness_preset(spec: Spec) -> str:
     """Where the gate and the nightly job check liveness: the spec's `liveness` preset (every rule fires, small
     enough for the graph engine), else `tiny`."""
     return "liveness" if "liveness" in spec.presets else "tiny"
+
+
+def protocol_changes(given: list[str]) -> dict[str, str]:
+    """`--protocol-change SPEC:MUTATION` of the gate and the nightly job (a mutation made the default behaviour,
+    to test the job itself) as spec -> mutation; BadInput for a malformed one or an unknown spec or mutation."""
+    out = {}
+    for change in given:
+        spec_name, _, mutation = change.partition(":")
+        spec = load_spec(spec_name)
+        if mutation not in spec.mutations:
+            raise BadInput(f"--protocol-change {change!r}: give SPEC:MUTATION with a mutation of {spec_name} "
+                           f"(known: {', '.join(spec.mutations)})")
+        out[spec_name] = mutation
+    return out
 
 
 def all_cases(names: list[str] | None = None) -> list[Case]:
@@ -96,7 +117,7 @@ def regenerate(out: Path, names: list[str] | None = None, echo=print) -> list[st
     survivors = []
     for case in all_cases(names):
         model, result = run_case(case)
-        if not case.found(result):
+        if not case.found(model, result):
             survivors.append(case.label)
             echo(f"{case.label}: NO violation found")
             continue

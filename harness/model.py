@@ -25,9 +25,11 @@ import dataclasses
 import dis
 import itertools
 import keyword
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 import msgpack
@@ -172,6 +174,15 @@ class Property:
     doc: str
 
 
+def repository_path(filename: str) -> str:
+    """A source file's path as a reader of the repository finds it: relative to its root when inside it."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        return Path(filename).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return filename
+
+
 def _known(names, spec: str, width: int = 160) -> str:
     """Names for a one-line error, cut to `width` characters with a pointer to the full list."""
     names = list(names)
@@ -205,6 +216,9 @@ class Spec:
     expected: dict[str, str] = field(default_factory=dict)  # preset -> the known violation it exhibits
     # (preset, liveness property) -> why it fails there on the unmutated protocol (a known limitation)
     expected_liveness: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Where each of those is declared, as a reader finds it: preset or (preset, property) -> "specs/x/presets.py"
+    # (filled by `expect_liveness_failure` and, for `expected`, by harness.registry when the spec loads).
+    expected_sources: dict[Any, str] = field(default_factory=dict)
     rules: list[Rule] = field(default_factory=list)
     invariants: dict[str, Callable] = field(default_factory=dict)
     invariant_docs: dict[str, str] = field(default_factory=dict)
@@ -249,13 +263,31 @@ class Spec:
         if prop not in self.liveness or preset not in self.presets:
             raise ValueError(f"unknown liveness property {prop!r} or preset {preset!r}")
         self.expected_liveness[(preset, prop)] = why
+        caller = sys._getframe(1)
+        self.expected_sources[(preset, prop)] = f"{repository_path(caller.f_code.co_filename)}:{caller.f_lineno}"
+
+    def declared_failure(self, cfg, kind: str, prop: str | None) -> dict | None:
+        """The declaration that makes a violation (its outcome's `kind` and property) at `cfg` expected, or
+        None: a safety violation at a preset of `expected`, a liveness failure declared with
+        `expect_liveness_failure`, each only when `cfg` is exactly that preset (other settings, variants or a
+        mutation are another protocol). The one decision `check`, the corpus, the gate and the nightly share.
+        Returns {"kind", "preset", "property", "why", "source"} (`property` None: any safety property)."""
+        preset = getattr(cfg, "_preset", None)
+        if kind == "liveness":
+            key, why = (preset, prop), self.expected_liveness.get((preset, prop))
+        else:
+            key, why = preset, self.expected.get(preset)
+        if why is None or cfg != self.config(preset):
+            return None
+        return {"kind": "liveness" if kind == "liveness" else "safety", "preset": preset,
+                "property": prop if kind == "liveness" else None, "why": why,
+                "source": self.expected_sources.get(key, f"the {self.name} spec's declarations")}
 
     def expected_liveness_failures(self, cfg) -> dict[str, str]:
-        """The declared liveness failures (property -> why) that apply to `cfg`: those of its preset, when
-        `cfg` is exactly that preset (other variants, settings or a mutation are another protocol)."""
+        """The declared liveness failures (property -> why) that apply to `cfg` (`declared_failure`)."""
         preset = getattr(cfg, "_preset", None)
-        mine = {prop: why for (p, prop), why in self.expected_liveness.items() if p == preset}
-        return mine if mine and cfg == self.config(preset) else {}
+        return {prop: why for (p, prop), why in self.expected_liveness.items()
+                if p == preset and self.declared_failure(cfg, "liveness", prop)}
 
     def preset_for(self, mutation: str) -> str:
         """The config at which `mutation` must be caught."""

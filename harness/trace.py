@@ -408,13 +408,13 @@ def _decode_trace(doc: Any, path: str) -> Trace:
 
 # ------------------------------------------------------------------------- counterexamples to induction
 # `prove` writes each CTI as two ITF states over the spec's symbolic state (engines/z3prove.py `cti_itf`):
-# broker sets as `#set`, epochs as integers, flags as booleans. `show` reads them (as data, within the
+# broker sets as `#set`, epochs as integers, flags as booleans, coded fields by name. `show` reads them (as data, within the
 # limits above); `replay` refuses them, since they are not runs of the model.
 
 _CTI_INT = {"type": "integer"}
 _CTI_SET = {"type": "object", "required": ["#set"], "additionalProperties": False,
             "properties": {"#set": {"type": "array", "items": _CTI_INT, "maxItems": 64}}}
-_CTI_VALUE = {"oneOf": [_CTI_INT, {"type": "boolean"}, _CTI_SET]}
+_CTI_VALUE = {"oneOf": [_CTI_INT, {"type": "boolean"}, _CTI_SET, {"type": "string", "maxLength": 64}]}  # a code's name
 CTI_SCHEMA = _closed(["#meta", "vars", "states"], {
     "#meta": _closed(["spec", "kind", "rule", "property", "brokers", "params", "reachability"], {
         **_COMMON_META,

@@ -30,7 +30,7 @@ def test_kraft_declares_the_leaderless_partition_and_the_corpus_keeps_its_lasso(
     case = next(c for c in cases(kraft) if (c.preset, c.liveness) == ("leaderless", "ReassignmentCompletes"))
     model = kraft.bind(kraft.config("leaderless"))
     result, _ = graph.explore(model, properties=["ReassignmentCompletes"], check_safety=False)
-    assert case.found(result) and result.violations[0].depth == 7
+    assert case.found(model, result) and result.violations[0].depth == 7
     assert liveness_verdicts(kraft, "leaderless", result.stats["liveness"]) == {
         "ReassignmentCompletes": "expected failure"}
     assert (ROOT / "counterexamples" / "kraft-leaderless-ReassignmentCompletes.itf.json").exists()

@@ -317,7 +317,8 @@ def test_show_reads_a_cti_as_pre_and_post(cti_file):
 def test_a_malformed_cti_is_one_line_exit_2(cti_file, tmp_path):
     doc = json.loads(cti_file.read_text())
     for edit in (lambda d: d["states"].append(d["states"][0]), lambda d: d["#meta"].update(property="Bogus"),
-                 lambda d: d["states"][1].update(R=1.5), lambda d: d["states"][1].pop("R")):
+                 lambda d: d["states"][1].update({"partition.replicas": 1.5}),
+                 lambda d: d["states"][1].pop("partition.replicas")):
         bad = json.loads(json.dumps(doc))
         edit(bad)
         path = tmp_path / "bad-cti.itf.json"

@@ -301,7 +301,7 @@ def test_prove_labels_the_min_isr_mutation_cti_reachable_and_writes_itf(cli, tmp
     for path in paths:
         doc = json.loads(path.read_text())
         assert doc["#meta"]["kind"] == "cti" and len(doc["states"]) == 2
-        assert doc["states"][0]["B"] is False and doc["states"][1]["B"] is True
+        assert doc["states"][0]["completed_below_min_isr"] is False and doc["states"][1]["completed_below_min_isr"] is True
         code, _, err = cli("replay", path)
         assert code == 2 and "counterexample to induction" in err
 

@@ -289,11 +289,17 @@ def walks_from_the_seed_alone():
 
 
 def explore(model: Model, *, profile: str = "ci", examples: int | None = None, steps: int | None = None,
-            seed: int = 0, progress=None) -> CheckResult:
-    """Run the generated state machine; a failure becomes a shrunk, replayable Violation. `progress`, if
-    given, hears of the runs done of the budget (about every 1% of it)."""
-    machine = build_machine(model)
+            seed: int | None = None, progress=None) -> CheckResult:
+    """Run the generated state machine; a failure becomes a shrunk, replayable Violation. `seed` (default 0)
+    decides the walks of a random profile; a derandomized profile (ci) refuses one (BadInput) rather than
+    ignore it. `progress`, if given, hears of the runs done of the budget (about every 1% of it)."""
     chosen = profile_settings(profile, examples, steps)
+    if chosen.derandomize and seed is not None:
+        from harness.errors import BadInput
+        raise BadInput(f"--seed does not apply to the {profile} profile: it is derandomized (the same walks on every "
+                       f"run); use --profile {' or '.join(p for p in PROFILES if not PROFILES[p].get('derandomize'))}")
+    seed = 0 if seed is None else seed
+    machine = build_machine(model)
     if progress is not None:
         every = max(1, chosen.max_examples // 100)
 

@@ -24,6 +24,7 @@ from harness.bitset import members
 from harness.engines.z3bmc import Unrolling, solve, symbolic_form, value_of
 from harness.errors import BadInput
 from harness.model import Model
+from harness.symbolic import state_fields
 
 
 def _value(m: z3.ModelRef, x, n: int):
@@ -111,6 +112,8 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
                     ctis.append(cti)
                 elif seen["reachable_depth"] is None and found is not None:
                     ctis[ctis.index(seen)] = cti
+    for cti in ctis:  # as the model's state reads: the spec's field names (harness.symbolic.STATE_FIELDS)
+        cti["fields"] = {"pre": state_fields(sym, cti["pre"], spec.schema), "post": state_fields(sym, cti["post"], spec.schema)}
     proved = all(c["result"] == "proved" or c["rule"] == "init" and c["result"] == "unsat" for c in checks)
     return {"spec": spec.name, "mutation": mutation, "properties": names, "max_brokers": max_brokers,
             "proved": proved, "seconds": round(time.monotonic() - started, 2), "checks": len(checks),
@@ -118,15 +121,16 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
 
 
 def cti_itf(result: dict, cti: dict) -> dict:
-    """A CTI as a two-state ITF trace over the symbolic state (sets as #set, epochs as integers).
-    It is not a run of the model (its pre-state is any state satisfying the invariants), so it is
-    for reading, not for `replay`."""
+    """A CTI as a two-state ITF trace over the symbolic state, each variable under the name of the state
+    field it stands for (`cti["fields"]`; sets as #set, epochs as integers). It is not a run of the model
+    (its pre-state is any state satisfying the invariants), so it is for reading, not for `replay`."""
     def itf(v):
         return {"#set": v} if isinstance(v, list) else v
-    states = [{"#meta": {"index": i}, **{k: itf(v) for k, v in st.items()}} for i, st in enumerate((cti["pre"], cti["post"]))]
+    pre, post = cti["fields"]["pre"], cti["fields"]["post"]
+    states = [{"#meta": {"index": i}, **{k: itf(v) for k, v in st.items()}} for i, st in enumerate((pre, post))]
     meta = {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
             "description": f"counterexample to induction: {cti['rule']} breaks {cti['property']}",
             "spec": result["spec"], "mutation": result["mutation"], "kind": "cti", "rule": cti["rule"],
             "property": cti["property"], "brokers": cti["brokers"], "params": cti["params"],
             "reachability": cti["reachability"], "reachable_depth": cti["reachable_depth"]}
-    return {"#meta": meta, "vars": list(cti["pre"]), "states": states}
+    return {"#meta": meta, "vars": list(pre), "states": states}

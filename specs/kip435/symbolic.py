@@ -28,12 +28,26 @@ from __future__ import annotations
 import z3
 
 from harness.bitset import mask
-from harness.symbolic import all_mask, count, one_hot, within, zmax, zmin
+from harness.symbolic import all_mask, broker, count, field, one_hot, within, zmax, zmin
 
 SETS = ("CR", "F", "I", "L", "NR", "DR", "TR", "Ch", "Th", "Fh", "live")
 INTS = ("r", "min_isr", "step_isr", "step_r", "start_isr", "failures", "changes")
 BOOLS = ("running", "at_ftr", "t_ftr", "started", "shrunk", "lost", "late")
 MATCHED = SETS + INTS + BOOLS  # every field: a concrete state determines them all (project)
+# The state fields they stand for (`project` computes them; the one partition is partitions[0], FTR its target
+# in the config), the names `prove`'s CTIs are written with.
+STATE_FIELDS = {
+    "CR": field("partitions[0].replicas"), "F": field("FTR (config targets[0])"), "I": field("partitions[0].isr"),
+    "L": broker("partitions[0].leader"), "NR": field("partitions[0].adding"), "DR": field("partitions[0].removing"),
+    "TR": field("partitions[0].target"), "Ch": broker("partitions[0].replicas[0]"),
+    "Th": broker("partitions[0].target[0]"), "Fh": broker("FTR's first replica"), "live": field("alive"),
+    "r": field("limits.r"), "min_isr": field("MinISR (config min_isr)"), "step_isr": field("partitions[0].step_isr"),
+    "step_r": field("partitions[0].step_r"), "start_isr": field("partitions[0].start_isr"),
+    "failures": field("failures"), "changes": field("config_changes"),
+    "running": field("a step runs (partitions[0].target not empty)"),
+    "at_ftr": field("partitions[0].replicas is FTR"), "t_ftr": field("partitions[0].target is FTR"),
+    "started": field("a step completed (partitions[0].steps > 0)"), "shrunk": field("shrunk (not 0)"),
+    "lost": field("lost (not 0)"), "late": field("late (not 0)")}
 
 
 def make_state(prefix: str, n: int) -> dict:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import z3
 
 from harness.bitset import mask
-from harness.symbolic import all_mask, count, one_hot, within
+from harness.symbolic import all_mask, count, field, one_hot, per_broker, within
 from specs.kip642.logic import target_of, voters_of
 from specs.kip642.state import LEADER, VOTER_ASSIGNMENT
 
@@ -44,6 +44,16 @@ SETS = ("L", "U1", "U2", "ok")  # (N+1)-bit server sets
 PACKED = ("V", "T")  # a server set per server
 INTS = ("reassignments", "cancels", "disk_losses")
 MATCHED = SETS + PACKED + INTS  # every field: a concrete state determines them all (project)
+# What they stand for in the state (`project` computes them from the servers' logs), the names `prove`'s CTIs
+# are written with.
+STATE_FIELDS = {
+    "L": field("leaders (servers[i].role)"), "U1": field("servers with an uncommitted VoterAssignment (servers[i].log)"),
+    "U2": field("servers with two uncommitted VoterAssignments (servers[i].log)"),
+    "ok": field("servers whose log changes the voters one member at a time (servers[i].log)"),
+    "V": per_broker("servers[{}].log: CurrentVoters of the latest VoterAssignment"),
+    "T": per_broker("servers[{}].log: TargetVoters of the latest VoterAssignment"),
+    "reassignments": field("budget.reassignments"), "cancels": field("budget.cancels"),
+    "disk_losses": field("budget.disk_losses")}
 
 
 def make_state(prefix: str, n: int) -> dict:

@@ -19,10 +19,17 @@ from __future__ import annotations
 
 import z3
 
+from harness.symbolic import broker, field
+
 FIELDS = ("R", "I", "E", "A", "M", "L")  # replicas, ISR, ELR, adding, removing, leader (one-hot)
 # Besides FIELDS: `live` (environment input), `le`/`pe` (epochs) and the history flag `B`: some
 # reassignment ended with ISR < MinISR (the state's completed_below_min_isr).
 MATCHED = FIELDS + ("le", "pe", "B")  # what a concrete state determines (project); `live` is free
+# The state fields they stand for (`project` computes them), the names `prove`'s CTIs are written with.
+STATE_FIELDS = {"R": field("partition.replicas"), "I": field("partition.isr"), "E": field("partition.elr"),
+                "A": field("partition.adding"), "M": field("partition.removing"), "L": broker("partition.leader"),
+                "le": field("partition.leader_epoch"), "pe": field("partition.partition_epoch"),
+                "B": field("completed_below_min_isr"), "live": field("unfenced brokers (brokers[b].status)")}
 
 
 def make_state(prefix: str, n: int) -> dict:

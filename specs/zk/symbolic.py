@@ -63,7 +63,7 @@ from __future__ import annotations
 import z3
 
 from harness.bitset import mask
-from harness.symbolic import all_mask, const, one_hot, within
+from harness.symbolic import all_mask, broker, const, field, one_hot, within
 from specs.zk.state import (A0, A1, A2, B1, B2, B3, B4, B5, B6, B7, B8, CANCELLED, CANCELLING, DONE, IDLE,
                             IN_PROGRESS, LEADER, LEADER_AND_ISR, NOT_STARTED, RESUME, STATUS)
 from specs.zk import init as model_init
@@ -75,6 +75,17 @@ SETS = ("RS", "AR", "RR", "T", "L", "I", "c_RS", "c_AR", "c_RR", "c_stop", "c_li
 INTS = ("le", "sce", "ver", "ce", "c_epoch", "step", "status")
 BOOLS = ("admin", "notice", "c_event", "regressed")
 MATCHED = SETS + INTS + BOOLS  # what a concrete state determines (project); `live` and `LR` are not
+# The state fields they stand for (`project` computes them), the names `prove`'s CTIs are written with.
+STATE_FIELDS = {
+    "RS": field("zk.rs"), "AR": field("zk.adding"), "RR": field("zk.removing"), "T": field("zk.admin"),
+    "L": broker("zk.leader"), "I": field("zk.isr"), "c_RS": field("controller.rs"), "c_AR": field("controller.adding"),
+    "c_RR": field("controller.removing"), "c_stop": field("controller.stopping"), "c_live": field("controller.live"),
+    "ors": field("ors"), "trs": field("trs"), "le": field("zk.leader_epoch"), "sce": field("zk.state_ctrl_epoch"),
+    "ver": field("zk.version"), "ce": field("zk.controller_epoch"), "c_epoch": field("controller.epoch"),
+    "step": field("controller.step"), "status": field("status"), "admin": field("zk.admin present"),
+    "notice": field("zk.isr_notice"), "c_event": field("controller.znode_event"), "regressed": field("epoch_regressed"),
+    "LR": field("the leader's replica lists (brokers[leader].replicas, LeaderAndIsr in flight to it)"),
+    "live": field("live brokers (brokers[b].alive)")}
 
 
 def make_state(prefix: str, n: int) -> dict:
