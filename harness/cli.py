@@ -1,4 +1,4 @@
-"""`python -m harness`: list, describe, check, replay, show, diff, graph, prove, corpus, explore.
+"""`python -m harness`: list, describe, check, replay, show, diff, graph, prove, corpus, conform, explore.
 
 Exit codes: 0 = the property holds / the trace replays as recorded; 1 = a violation was found / the
 trace does not reproduce; 2 = bad input, reported on one line with no traceback; 3, 130 / 143 and 141 (stdout's
@@ -567,6 +567,93 @@ def corpus_cmd(out: str, names: tuple) -> None:
     if survivors:
         err.print(f"[red]mutations not caught:[/red] {', '.join(survivors)}")
     sys.exit(1 if survivors else 0)
+
+
+# --------------------------------------------------------------------------------------- conform
+@cli.command("conform")
+@click.argument("spec_name", metavar="SPEC")
+@click.option("--config", "preset", default=None, help="named preset (see `list`)")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="override a config constant")
+@click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE",
+              help="select a protocol variant (kraft: completion=kafka unless given)")
+@click.option("--mutation", default=None, help="remove one safety rule (see `list`)")
+@click.option("--kafka", "kafka_version", default=None, help="Kafka version (default: the newest resolved, kafka/versions.txt)")
+@click.option("--engine", default="bfs", type=click.Choice(("bfs", "hypothesis")), show_default=True,
+              help="bfs: every transition; hypothesis: random walks (larger configs)")
+@click.option("--max-states", type=click.IntRange(min=1), default=None, help="[bfs] stop beyond this many states (exit 3)")
+@click.option("--examples", type=click.IntRange(min=1), default=300, show_default=True, help="[hypothesis] walks")
+@click.option("--steps", type=click.IntRange(min=1), default=60, show_default=True, help="[hypothesis] steps per walk")
+@click.option("--seed", type=int, default=None, help="[hypothesis] random walks from this seed (default: derandomized)")
+@click.option("--out", default="traces", show_default=True, type=Folder(file_okay=False), help="where a divergence trace goes")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object on stdout")
+@click.option("--quiet", is_flag=True, help="no progress on stderr")
+def conform_cmd(spec_name, preset, settings, variants, mutation, kafka_version, engine, max_states, examples, steps,
+                seed, out, as_json, quiet) -> None:
+    """Compare SPEC with Apache Kafka's own controller code on every transition (docs/ARCHITECTURE.md, "Kafka's own
+    code"). Exit 0: every transition agrees (or differs only as the spec declares); 1: a divergence (its trace
+    and Kafka's records are written); 2: bad input or no usable JVM/jars; 3: --max-states stopped the walk."""
+    from harness import conform
+    from harness.conform.kafka import KafkaController
+    from harness.kafka import default_version
+    from harness.registry import load_spec
+
+    spec = load_spec(spec_name)
+    if spec.conformance is None:
+        raise BadInput(f"{spec_name} declares no conformance with Kafka (kraft does)")
+    given = {v.split("=", 1)[0] for v in variants}
+    defaults = tuple(v for v in spec.conformance.variants if v.split("=", 1)[0] not in given)
+    model = spec.bind(spec.config(preset, settings, defaults + tuple(variants), mutation))
+    conformance = conform.conformance_of(model)
+    check_writable_dir(out, "--out")
+    version = kafka_version or default_version()
+    with _progress(quiet, f"comparing with Kafka {version} ...") as progress:
+        kafka = KafkaController(version, **conformance.setup(model.config))
+
+        def report(result, elapsed):
+            progress({"distinct": result.states, "generated": result.transitions, "depth": "-", "queue": 0,
+                      "elapsed": elapsed})
+
+        if engine == "hypothesis":
+            result = conform.walk_random(model, kafka, examples=examples, steps=steps, seed=seed, progress=report)
+        else:
+            result = conform.walk_bfs(model, kafka, max_states=max_states, progress=report)
+    conform.write_divergence(model, result, out)
+    data = conform.summary(model, result)
+    if as_json:
+        print(json.dumps(data, indent=1))
+    else:
+        _print_conform(model, data)
+    sys.exit(conform.exit_code(result))
+
+
+def _print_conform(model, data: dict) -> None:
+    k, st = data["kafka"], data["stats"]
+    out.print(Text(f"{_header(model, 'conform-' + data['engine'], None)} kafka={data['kafka_version']} "
+                   f"(metadata.version {k['metadata_version']}, ELR {'on' if k['elr'] else 'off'}"
+                   f"{', unstable features' if k['unstable_features'] else ''})", "bold"))
+    walks = f", {st['walks']:,} walks" if data["engine"] == "hypothesis" else ""
+    out.print(f"  {st['states']:,} states, {st['transitions_compared']:,} transitions compared "
+              f"({st['controller_transitions']:,} with a Kafka call, {st['kafka_calls']:,} distinct calls run on Kafka)"
+              f"{walks}, {st['seconds']:.2f} s" + (f"; {st['not_compared']:,} beyond a declared divergence not compared"
+                                                  if st["not_compared"] else ""))
+    for name, d in data["declared"].items():
+        if d["count"]:
+            out.print(Text(f"  declared {d['kind']} {name}: {d['count']:,} transitions ({d['why']})"))
+    d = data["divergence"]
+    if d is not None:
+        out.print(Text(f"DIVERGES at step {d['step']}: {d['classification']}", "red"))
+        out.print(Text(f"  call: {d['call']['op']} {d['call']['args']}"))
+        for name, diff in d["differences"].items():
+            out.print(Text(f"  {name}: model {diff['model']}, kafka {diff['kafka']}"))
+        out.print(Text("  Kafka's records:" + ("".join(f"\n    {r}" for r in d["kafka_records"].splitlines()) or " none")))
+        if d["kafka_response"]:
+            out.print(Text(f"  Kafka's response: {d['kafka_response']}"))
+        out.print(Text(f"  trace: {d['trace']} (replay, show)"))
+    elif data["complete"]:
+        out.print("[green]conformant[/green]: every transition agrees with Kafka" +
+                  (" (or differs only as declared)" if any(d["count"] for d in data["declared"].values()) else ""))
+    else:
+        out.print("[yellow]no verdict: --max-states stopped the walk before the space was exhausted (exit 3)[/yellow]")
 
 
 # --------------------------------------------------------------------------------------- explore

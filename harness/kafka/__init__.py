@@ -49,7 +49,12 @@ def classpath(version: str) -> list[str]:
     jars = sorted(str(p) for p in lib.glob("*.jar"))
     if not jars:
         raise BadInput(f"Kafka {version}'s folder {lib} holds no jars: run `make kafka KAFKA={version}` again")
-    return jars
+    adapter = JARS_ROOT / version / "adapter.jar"  # conform's adapter, compiled by `make kafka` (harness/conform)
+    return jars + [str(adapter)] if adapter.is_file() else jars
+
+
+def has_adapter(version: str) -> bool:
+    return (JARS_ROOT / version / "adapter.jar").is_file()
 
 
 _started: str | None = None

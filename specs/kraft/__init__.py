@@ -137,6 +137,9 @@ for _prop in ("ReassignmentCompletes", "CompletesUnlessTargetGone"):
 
 from specs.kraft import controller, brokers, faults  # noqa: E402,F401  registers the rules
 from specs.kraft import view  # noqa: E402,F401  registers the protocol view
+from specs.kraft.conform import CONFORMANCE  # noqa: E402  what `harness conform` compares with Kafka
+
+spec.conformance = CONFORMANCE
 
 # The spec and the modules that register on it (pyflakes reads no `noqa`: this marks the imports as used).
 __all__ = ["spec", "controller", "brokers", "faults", "view"]
