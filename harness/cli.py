@@ -617,7 +617,7 @@ def conform_cmd(spec_name, preset, settings, variants, mutation, kafka_version, 
             result = conform.walk_random(model, kafka, examples=examples, steps=steps, seed=seed, progress=report)
         else:
             result = conform.walk_bfs(model, kafka, max_states=max_states, progress=report)
-    conform.write_divergence(model, result, out)
+    conform.write_divergences(model, result, out)
     data = conform.summary(model, result)
     if as_json:
         print(json.dumps(data, indent=1))
@@ -639,21 +639,29 @@ def _print_conform(model, data: dict) -> None:
     for name, d in data["declared"].items():
         if d["count"]:
             out.print(Text(f"  declared {d['kind']} {name}: {d['count']:,} transitions ({d['why']})"))
-    d = data["divergence"]
-    if d is not None:
-        out.print(Text(f"DIVERGES at step {d['step']}: {d['classification']}", "red"))
-        out.print(Text(f"  call: {d['call']['op']} {d['call']['args']}"))
-        for name, diff in d["differences"].items():
-            out.print(Text(f"  {name}: model {diff['model']}, kafka {diff['kafka']}"))
-        out.print(Text("  Kafka's records:" + ("".join(f"\n    {r}" for r in d["kafka_records"].splitlines()) or " none")))
-        if d["kafka_response"]:
-            out.print(Text(f"  Kafka's response: {d['kafka_response']}"))
-        out.print(Text(f"  trace: {d['trace']} (replay, show)"))
+    for d in (data["not_reproduced"], data["divergence"]):
+        if d is not None:
+            _print_divergence(d)
+    if data["divergence"] is not None:
+        return
+    if data["not_reproduced"] is not None:
+        out.print("[red]Kafka behaves as the model does not (yet), as declared above[/red] (exit 1)")
     elif data["complete"]:
         out.print("[green]conformant[/green]: every transition agrees with Kafka" +
                   (" (or differs only as declared)" if any(d["count"] for d in data["declared"].values()) else ""))
     else:
         out.print("[yellow]no verdict: --max-states stopped the walk before the space was exhausted (exit 3)[/yellow]")
+
+
+def _print_divergence(d: dict) -> None:
+    out.print(Text(f"DIVERGES at step {d['step']}: {d['classification']}", "red"))
+    out.print(Text(f"  call: {d['call']['op']} {d['call']['args']}"))
+    for name, diff in d["differences"].items():
+        out.print(Text(f"  {name}: model {diff['model']}, kafka {diff['kafka']}"))
+    out.print(Text("  Kafka's records:" + ("".join(f"\n    {r}" for r in d["kafka_records"]) or " none")))
+    if d["kafka_response"]:
+        out.print(Text(f"  Kafka's response: {d['kafka_response']}"))
+    out.print(Text(f"  trace: {d['trace']} (replay, show)"))
 
 
 # --------------------------------------------------------------------------------------- explore

@@ -60,6 +60,9 @@ class ControllerView(NamedTuple):
     brokers: tuple  # ((epoch, fenced), ...) for brokers 1..N
 
 
+ABSTRACTION, NOT_REPRODUCED = "abstraction", "not reproduced"
+
+
 @dataclass(frozen=True)
 class Declared:
     """A divergence the spec declares, with why: `kind` is "abstraction" (the model abstracts Kafka here on
@@ -98,7 +101,7 @@ class Divergence:
     actions: list
     call: Call
     differences: dict  # field -> (model, Kafka)
-    kafka_records: str
+    kafka_records: list[str]
     kafka_response: str
     classification: str
     declared: str | None = None
@@ -122,7 +125,8 @@ class ConformResult:
     kafka_calls: int = 0  # distinct (view, call) pairs run on Kafka
     not_compared: int = 0  # transitions beyond a declared divergence that changed the state
     declared: dict = field(default_factory=dict)  # declared name -> count
-    divergence: Divergence | None = None
+    divergence: Divergence | None = None  # the first undeclared one: the walk stops there
+    not_reproduced: Divergence | None = None  # the first declared Kafka behaviour the model does not reproduce
     stopped_by: str | None = None
     seconds: float = 0.0
     kafka: dict = field(default_factory=dict)  # the Kafka side's metadata version, ELR, unstable features
@@ -132,6 +136,8 @@ class ConformResult:
     def outcome(self) -> str:
         if self.divergence is not None:
             return "divergence"
+        if self.not_reproduced is not None:
+            return "declared divergence"
         return "conformant" if self.complete else "incomplete"
 
 
@@ -253,6 +259,14 @@ def walk_bfs(model: Model, kafka, *, max_states: int | None = None, progress: Ca
                                                            _unclassified(cfg), path_from=(key_state, index, nxt))
                         break
                     result.declared[declared.name] = result.declared.get(declared.name, 0) + 1
+                    if declared.kind != ABSTRACTION and result.not_reproduced is None:  # its trace, Kafka's side
+                        kafka.revert(base)
+                        _replay_path(model, conf, kafka, parent, key_state)
+                        kafka.apply(call)
+                        moved = False
+                        result.not_reproduced = _divergence_at(
+                            model, parent, nxt, call, differences, kafka, cmp, f"{declared.kind}: {declared.name}",
+                            path_from=(key_state, index, nxt))
                     if declared.changes_state and new:
                         off_kafka.add(nkey)
                 if progress is not None and result.transitions % 50_000 == 0:
@@ -387,6 +401,9 @@ def walk_random(model: Model, kafka, *, examples: int, steps: int, seed: int | N
                         raise Diverged()
                     if counting:
                         result.declared[declared.name] = result.declared.get(declared.name, 0) + 1
+                        if declared.kind != ABSTRACTION and result.not_reproduced is None:
+                            result.not_reproduced = _divergence(model, list(states), list(actions), call, differences,
+                                                                kafka, cmp, f"{declared.kind}: {declared.name}")
                     off = off or declared.changes_state
             state = nxt
         if progress is not None and counting:
@@ -411,19 +428,27 @@ def walk_random(model: Model, kafka, *, examples: int, steps: int, seed: int | N
 # --------------------------------------------------------------------------------------- reporting
 
 
-def write_divergence(model: Model, result: ConformResult, out) -> None:
-    """The model's trace up to the diverging step, in ITF (`replay`, `show`), with Kafka's side in #meta."""
+def write_divergences(model: Model, result: ConformResult, out) -> None:
+    """The model's trace up to each reported diverging step, in ITF (`replay`, `show`), with Kafka's side in #meta:
+    the undeclared divergence, and the first declared Kafka behaviour the model does not reproduce."""
+    for d, what in ((result.divergence, "divergence"), (result.not_reproduced, "not-reproduced")):
+        if d is not None:
+            _write_divergence(model, result, d, what, out)
+
+
+def _write_divergence(model: Model, result: ConformResult, d: Divergence, what: str, out) -> None:
     from pathlib import Path
 
     from harness.trace import Outcome, write_trace
 
-    d = result.divergence
-    if d is None:
-        return
     name = f"{model.name}-{preset_of(model.config) or 'custom'}"
+    for key in model.spec.variants:  # as check's trace names: the variants that are not the preset's
+        value = getattr(model.config, key)
+        if value != model.spec.presets.get(preset_of(model.config) or "", {}).get(key, model.spec.config_fields[key].default):
+            name += f"-{key}={str(value).lower()}"
     if model.config.mutation != "none":
         name += f"-{model.config.mutation}"
-    path = Path(out) / f"{name}-conform-kafka-{result.kafka_version}.itf.json"
+    path = Path(out) / f"{name}-conform-{what}-kafka-{result.kafka_version}.itf.json"
     extra = {"conformance": {"kafka_version": result.kafka_version, "step": len(d.states) - 1,
                              "call": d.call.op + str(_plain(d.call.args)), "classification": d.classification,
                              "differences": {k: f"model {_plain(m)}, kafka {_plain(k2)}"
@@ -451,12 +476,14 @@ def summary(model: Model, result: ConformResult) -> dict:
                      for d in conf.declared},
         "divergences_by_class": by_class,
         "divergence": result.divergence.to_json() if result.divergence else None,
+        "not_reproduced": result.not_reproduced.to_json() if result.not_reproduced else None,
     }
 
 
 def exit_code(result: ConformResult) -> int:
-    """0: every transition agrees (or differs only as declared); 1: a divergence; 3: a limit stopped the walk."""
-    if result.divergence is not None:
+    """0: every transition agrees (or differs only as a declared abstraction); 1: a divergence, or Kafka behaviour
+    the model does not reproduce (declared); 3: a limit stopped the walk."""
+    if result.divergence is not None or result.not_reproduced is not None:
         return 1
     return 0 if result.complete else 3
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from harness.conform import FIELDS, Call, ControllerView, perturbed_field
 from harness.errors import BadInput
-from harness.kafka import has_adapter, start_jvm
+from harness.kafka import classpath, has_adapter, start_jvm
 
 
 def _mask_view(state, brokers: int) -> ControllerView:
@@ -27,6 +27,7 @@ class KafkaController:
 
     def __init__(self, version: str, *, brokers: int, replicas, isr, leader: int, min_isr: int, elr: bool,
                  unclean: bool) -> None:
+        classpath(version)  # an unknown or unresolved version: one line
         if not has_adapter(version):
             raise BadInput(f"Kafka {version}'s conform adapter is not built here: run `make kafka KAFKA={version}`")
         start_jvm(version)
@@ -56,8 +57,9 @@ class KafkaController:
     def revert(self, snapshot: int) -> None:
         self.adapter.revert(snapshot)
 
-    def records(self) -> str:
-        return str(self.adapter.lastRecords())
+    def records(self) -> list[str]:
+        """The records of the last call, one line each (a trace refuses line breaks in a string)."""
+        return str(self.adapter.lastRecords()).splitlines()
 
     def response(self) -> str:
         return str(self.adapter.lastResponse())

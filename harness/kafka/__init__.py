@@ -75,6 +75,10 @@ def start_jvm(version: str) -> None:
         raise BadInput("no Java runtime found (JAVA_HOME or java on PATH): conform needs Java 17") from None
     if not os.path.exists(jvm_path) and not shutil.which("java"):
         raise BadInput("no Java runtime found (JAVA_HOME or java on PATH): conform needs Java 17")
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and not Path(jvm_path).resolve().is_relative_to(Path(java_home).resolve()):
+        # JPype falls back to the system's JVM when JAVA_HOME names none: a user who set it meant that one
+        raise BadInput(f"JAVA_HOME={java_home} holds no Java runtime (libjvm): conform needs Java 17")
     # convertStrings=False: Java strings stay Java objects until asked for, as JPype recommends.
     jpype.startJVM(jvm_path, "-Xss4m", classpath=jars, convertStrings=False)
     _started = version

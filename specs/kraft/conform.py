@@ -12,7 +12,7 @@ Docs: docs/ARCHITECTURE.md, "Kafka's own code"; docs/models/kraft.md, "Conforman
 from __future__ import annotations
 
 from harness.bitset import members
-from harness.conform import Call, Conformance, ControllerView, Declared
+from harness.conform import ABSTRACTION, NOT_REPRODUCED, Call, Conformance, ControllerView, Declared
 from specs.kraft.state import ACCEPTED, INELIGIBLE_REPLICA, UNFENCED
 
 FENCING_RULES = ("fence", "unclean_shutdown", "fail_permanently")
@@ -107,9 +107,49 @@ def _new_leader_elected(c: Call, differences: dict, version: str) -> bool:
     return model[0] == "NONE" and kafka[0] == "NEW_LEADER_ELECTED"
 
 
+def _release(version: str) -> tuple:
+    return tuple(int(part) for part in version.split(".")[:2])
+
+
+def _clean_restart_unclean_in_3x(c: Call, differences: dict, version: str) -> bool:
+    return _release(version) < (4, 0) and c.op == "register" and c.args[2] != -1
+
+
+def _last_known_leader_not_acceptable(c: Call, differences: dict, version: str) -> bool:
+    leader, recovering = differences.get("leader"), differences.get("recovering")
+    return (_release(version) > (4, 0) and leader is not None and leader[0] and not leader[1]
+            and recovering == (True, False))
+
+
+def _relaxed_completion(c: Call, differences: dict, version: str) -> bool:
+    adding, removing = differences.get("adding"), differences.get("removing")
+    return (_release(version) > (4, 0) and c.op in ("alter", "fence", "controlled_shutdown", "register", "unfence")
+            and (adding is not None and adding[0] and not adding[1] or removing is not None and removing[0]
+                 and not removing[1]))
+
+
 DECLARED = [
     Declared(
-        "new-leader-elected", "abstraction",
+        "completion-relaxed", NOT_REPRODUCED,
+        "after 4.0 (seen in 4.4.0; KAFKA-19975) a reassignment completes although a target replica that was already a "
+        "replica is out of the ISR, unless the target is smaller than the current assignment "
+        "(PartitionReassignmentReplicas); the model, as 4.0, completes only with every target replica in the ISR",
+        _relaxed_completion, changes_state=True),
+    Declared(
+        "clean-restart-handled-as-unclean", NOT_REPRODUCED,
+        "Kafka 3.9 has no clean-shutdown detection at registration (KIP-966's previous broker epoch check came in "
+        "4.0): ClusterControlManager.registerBroker runs the unclean-shutdown handling on every new incarnation, so a "
+        "cleanly restarted broker leaves the ELR too (and may be elected as the last known leader); the model, as "
+        "Kafka 4.0, handles only an unclean restart so",
+        _clean_restart_unclean_in_3x, changes_state=True),
+    Declared(
+        "last-known-leader-must-be-acceptable", NOT_REPRODUCED,
+        "after 4.0 (seen in 4.4.0) PartitionChangeBuilder elects the last known leader only if it is an acceptable "
+        "leader: a broker re-registering after an unclean shutdown is not elected then, but when it is unfenced; the "
+        "model follows 4.0 (and apache/kafka at 1eb76443), where that election did not check acceptability",
+        _last_known_leader_not_acceptable, changes_state=True),
+    Declared(
+        "new-leader-elected", ABSTRACTION,
         "an AlterPartition whose ISR change completes a reassignment that removes the requesting leader: Kafka commits "
         "the record and answers NEW_LEADER_ELECTED (ReplicationControlManager.alterPartition); the model answers "
         "ACCEPTED with the new leader epoch, and its leader, seeing another leader epoch, keeps its pending state "
