@@ -80,5 +80,7 @@ def start_jvm(version: str) -> None:
         # JPype falls back to the system's JVM when JAVA_HOME names none: a user who set it meant that one
         raise BadInput(f"JAVA_HOME={java_home} holds no Java runtime (libjvm): conform needs Java 17")
     # convertStrings=False: Java strings stay Java objects until asked for, as JPype recommends.
-    jpype.startJVM(jvm_path, "-Xss4m", classpath=jars, convertStrings=False)
+    # -Xrs and interrupt=False: the JVM leaves SIGINT and SIGTERM to Python's handlers (harness/interrupt.py), which
+    # it would otherwise replace, so that Ctrl-C still stops a run with 130 (in-process JVM: it ends with the process).
+    jpype.startJVM(jvm_path, "-Xss4m", "-Xrs", classpath=jars, convertStrings=False, interrupt=False)
     _started = version
