@@ -128,3 +128,26 @@ def test_ctrl_c_stops_a_run_with_130_and_no_traceback(tmp_path):
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130 and "interrupted by SIGINT" in err and "Traceback" not in err
+
+
+@pytest.mark.gate
+def test_the_gate_step_walks_a_small_config_against_the_newest_kafka(tmp_path):
+    p = subprocess.run([sys.executable, "ci/gate.py", "--skip-pytest", "--only", "9", "--spec", "kraft", "--out",
+                        str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert f"kraft/tiny-fence vs Kafka {default_version()}: " in p.stderr and "gate passed" in p.stderr
+
+
+def test_the_nightly_runs_every_listed_version_and_reports_its_figures(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "ci"))
+    import nightly
+
+    version = default_version()
+    monkeypatch.setattr(nightly, "QUICK", True)
+    monkeypatch.setattr("harness.kafka.listed_versions", lambda: [version, "9.9.9"])
+    out = nightly.run_conformance(tmp_path)
+    newest = out[version]
+    assert newest["preset"] == "tiny-fence" and newest["exit"] in (0, 1) and newest["stats"]["transitions_compared"] > 9000
+    assert out["9.9.9"]["outcome"] == "not run" and "unknown Kafka version" in out["9.9.9"]["error"]
+    failures = nightly.failures_of({"models": {}, "fuzz": {}, "conformance": out})
+    assert len(failures) == 1 and failures[0].startswith("kraft vs Kafka 9.9.9: not run (error: unknown Kafka version")
