@@ -176,30 +176,33 @@ def run_cluster_tests(folder: Path) -> dict:
 
 
 def run_conformance(folder: Path) -> dict:
-    """`conform kraft` at `ci` (`tiny-fence` in the quick run) against every Kafka version kafka/versions.txt lists,
-    one process per version (a JVM holds one): transitions compared, divergences by class, wall time."""
+    """`conform kraft` at `ci` (`tiny-fence` in the quick run), ELR on and off, against every Kafka version
+    kafka/versions.txt lists, one process per run (a JVM holds one version): transitions compared, divergences by
+    class, wall time."""
     from harness.kafka import listed_versions
 
     out = {}
     preset = "tiny-fence" if QUICK else "ci"
-    for version in listed_versions():
+    for version, elr in [(v, elr) for v in listed_versions() for elr in ("true", "false")]:
         t = time.monotonic()
         p = subprocess.run([sys.executable, "-m", "harness", "conform", "kraft", "--config", preset, "--kafka", version,
-                            "--json", "--quiet", "--out", str(folder)], cwd=ROOT, capture_output=True, text=True)
+                        "--variant", f"elr={elr}", "--json", "--quiet", "--out", str(folder)], cwd=ROOT,
+                           capture_output=True, text=True)
+        run = f"{version} elr={elr}"
         seconds = round(time.monotonic() - t, 1)
         if p.returncode in (0, 1) and p.stdout.strip():
             data = json.loads(p.stdout)
             div = data["divergence"]
-            out[version] = {"preset": preset, "exit": p.returncode, "outcome": data["outcome"], "seconds": seconds,
-                            "stats": data["stats"], "kafka": data["kafka"], "by_class": data["divergences_by_class"],
-                            "declared": {k: v["count"] for k, v in data["declared"].items() if v["count"]},
-                            "divergence": div and {"classification": div["classification"], "trace": div["trace"]},
-                            "not_reproduced": (data["not_reproduced"] or {}).get("trace")}
+            out[run] = {"preset": preset, "exit": p.returncode, "outcome": data["outcome"], "seconds": seconds,
+                        "stats": data["stats"], "kafka": data["kafka"], "by_class": data["divergences_by_class"],
+                        "declared": {k: v["count"] for k, v in data["declared"].items() if v["count"]},
+                        "divergence": div and {"classification": div["classification"], "trace": div["trace"]},
+                        "not_reproduced": (data["not_reproduced"] or {}).get("trace")}
         else:
-            out[version] = {"preset": preset, "exit": p.returncode, "outcome": "not run", "seconds": seconds,
-                            "error": (p.stderr.strip().splitlines() or [""])[-1]}
-        c = out[version]
-        log(f"  Kafka {version} at {preset}: {c['outcome']}, "
+            out[run] = {"preset": preset, "exit": p.returncode, "outcome": "not run", "seconds": seconds,
+                        "error": (p.stderr.strip().splitlines() or [""])[-1]}
+        c = out[run]
+        log(f"  Kafka {run} at {preset}: {c['outcome']}, "
             f"{c.get('stats', {}).get('transitions_compared', 0):,} transitions compared, {seconds} s")
     return out
 

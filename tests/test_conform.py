@@ -146,8 +146,9 @@ def test_the_nightly_runs_every_listed_version_and_reports_its_figures(tmp_path,
     monkeypatch.setattr(nightly, "QUICK", True)
     monkeypatch.setattr("harness.kafka.listed_versions", lambda: [version, "9.9.9"])
     out = nightly.run_conformance(tmp_path)
-    newest = out[version]
+    newest = out[f"{version} elr=true"]
     assert newest["preset"] == "tiny-fence" and newest["exit"] in (0, 1) and newest["stats"]["transitions_compared"] > 9000
-    assert out["9.9.9"]["outcome"] == "not run" and "unknown Kafka version" in out["9.9.9"]["error"]
+    assert out[f"{version} elr=false"]["stats"]["transitions_compared"] > 0
+    assert out["9.9.9 elr=true"]["outcome"] == "not run" and "unknown Kafka version" in out["9.9.9 elr=true"]["error"]
     failures = nightly.failures_of({"models": {}, "fuzz": {}, "conformance": out})
-    assert len(failures) == 1 and failures[0].startswith("kraft vs Kafka 9.9.9: not run (error: unknown Kafka version")
+    assert len(failures) == 2 and failures[0].startswith("kraft vs Kafka 9.9.9 elr=true: not run (error: unknown Kafka")
