@@ -587,7 +587,8 @@ def corpus_cmd(out: str, names: tuple) -> None:
 @click.option("--out", default="traces", show_default=True, type=Folder(file_okay=False), help="where a divergence trace goes")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object on stdout")
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
-def conform_cmd(spec_name, preset, settings, variants, mutation, kafka_version, engine, max_states, examples, steps,
+@click.pass_context
+def conform_cmd(ctx, spec_name, preset, settings, variants, mutation, kafka_version, engine, max_states, examples, steps,
                 seed, out, as_json, quiet) -> None:
     """Compare SPEC with Apache Kafka's own controller code on every transition (docs/ARCHITECTURE.md, "Kafka's own
     code"). Exit 0: every transition agrees (or differs only as the spec declares); 1: a divergence (its trace
@@ -597,6 +598,9 @@ def conform_cmd(spec_name, preset, settings, variants, mutation, kafka_version, 
     from harness.kafka import default_version
     from harness.registry import load_spec
 
+    for name, takes in (("max_states", "bfs"), ("examples", "hypothesis"), ("steps", "hypothesis"), ("seed", "hypothesis")):
+        if engine != takes and (flag := _flag_given(ctx, name)):
+            raise BadInput(f"{flag} applies to --engine {takes}, not to --engine {engine}")
     spec = load_spec(spec_name)
     if spec.conformance is None:
         raise BadInput(f"{spec_name} declares no conformance with Kafka (kraft does)")

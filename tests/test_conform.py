@@ -152,3 +152,12 @@ def test_the_nightly_runs_every_listed_version_and_reports_its_figures(tmp_path,
     assert out["9.9.9 elr=true"]["outcome"] == "not run" and "unknown Kafka version" in out["9.9.9 elr=true"]["error"]
     failures = nightly.failures_of({"models": {}, "fuzz": {}, "conformance": out})
     assert len(failures) == 2 and failures[0].startswith("kraft vs Kafka 9.9.9 elr=true: not run (error: unknown Kafka")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--engine", "hypothesis", "--max-states", "5"], "--max-states applies to --engine bfs, not to --engine hypothesis"),
+    (["--examples", "5"], "--examples applies to --engine hypothesis, not to --engine bfs"),
+])
+def test_an_option_of_the_other_engine_is_refused(tmp_path, args, message):
+    code, out, err = run_cli("conform", "kraft", "--config", "tiny", "--out", tmp_path, *args)
+    assert code == 2 and err.strip() == f"error: {message}"
