@@ -61,6 +61,8 @@ def test_a_mutation_diverges_at_the_expected_step_and_its_trace_replays(tmp_path
     trace = read_trace(d.trace_path)
     assert replay(trace).ok
     assert trace.meta["conformance"]["step"] == 6 and trace.meta["conformance"]["kafka_version"] == default_version()
+    code, out, err = run_cli("show", d.trace_path)  # Kafka's side among the closing lines
+    assert code == 0 and f"kafka: Kafka {default_version()} at step 6, alter" in out and "PartitionChangeRecord" in out
     assert conform.exit_code(result) == 1
 
 
