@@ -81,6 +81,9 @@ def test_hypothesis_walks_drive_the_same_comparison():
     model = bound("tiny")
     result = conform.walk_random(model, kafka_for(model), examples=20, steps=30)
     assert result.complete and result.walks >= 20 and result.controller_transitions > 0
+    kafka = kafka_for(model)
+    seeded = [conform.walk_random(model, kafka, examples=10, steps=20, seed=5) for _ in range(2)]
+    assert (seeded[0].states, seeded[0].transitions) == (seeded[1].states, seeded[1].transitions)  # a seed repeats
     mutated = bound("tiny", mutation="completion_no_epoch_bump")  # the cancellation keeps the leader epoch
     result = conform.walk_random(mutated, kafka_for(mutated), examples=50, steps=30)
     d = result.divergence

@@ -269,10 +269,10 @@ def walk_bfs(model: Model, kafka, *, max_states: int | None = None, progress: Ca
                             path_from=(key_state, index, nxt))
                     if declared.changes_state and new:
                         off_kafka.add(nkey)
-                if progress is not None and result.transitions % 50_000 == 0:
-                    progress(result, time.monotonic() - start)
             if result.divergence is not None:
                 break
+            if progress is not None and result.states % 1000 == 0:  # the progress line keeps its own pace
+                progress(result, time.monotonic() - start)
             if max_states is not None and len(parent) > max_states:
                 result.stopped_by = "max-states"
                 break
@@ -342,6 +342,7 @@ def walk_random(model: Model, kafka, *, examples: int, steps: int, seed: int | N
     """Hypothesis draws `examples` walks of up to `steps` steps (each step: one of the enabled transitions);
     Kafka follows each walk. Derandomized unless `seed` is given: the same walks every run."""
     from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
 
     conf = conformance_of(model)
@@ -357,9 +358,6 @@ def walk_random(model: Model, kafka, *, examples: int, steps: int, seed: int | N
     class Diverged(AssertionError):
         pass
 
-    @settings(max_examples=examples, derandomize=seed is None, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck), phases=(Phase.generate, Phase.shrink), print_blob=False)
-    @given(st.data())
     def walk(data):
         kafka.revert(base)
         states, actions = [init], [None]
@@ -409,12 +407,13 @@ def walk_random(model: Model, kafka, *, examples: int, steps: int, seed: int | N
         if progress is not None and counting:
             progress(result, time.monotonic() - start)
 
+    test = given(st.data())(walk)
+    if seed is not None:
+        test = hypothesis_seed(seed)(test)
+    test = settings(max_examples=examples, derandomize=seed is None, database=None, deadline=None,
+                    suppress_health_check=list(HealthCheck), phases=(Phase.generate, Phase.shrink), print_blob=False)(test)
     try:
-        if seed is not None:
-            import random
-            walk = settings(derandomize=False)(walk)
-            walk._hypothesis_internal_use_seed = random.Random(seed).getrandbits(64)
-        walk()
+        test()
     except Diverged:
         pass
     if found:
