@@ -637,7 +637,8 @@ def _print_conform(model, data: dict) -> None:
                    f"{', unstable features' if k['unstable_features'] else ''})", "bold"))
     walks = f", {st['walks']:,} walks" if data["engine"] == "hypothesis" else ""
     out.print(f"  {st['states']:,} states, {st['transitions_compared']:,} transitions compared "
-              f"({st['controller_transitions']:,} with a Kafka call, {st['kafka_calls']:,} distinct calls run on Kafka)"
+              f"({st['controller_transitions']:,} with a Kafka call, {st['kafka_calls']:,} "
+              f"{'distinct calls' if data['engine'] == 'bfs' else 'calls'} run on Kafka)"
               f"{walks}, {st['seconds']:.2f} s" + (f"; {st['not_compared']:,} beyond a declared divergence not compared"
                                                   if st["not_compared"] else ""))
     for name, d in data["declared"].items():
