@@ -474,6 +474,7 @@ def summary(model: Model, result: ConformResult) -> dict:
         "declared": {d.name: {"kind": d.kind, "count": result.declared.get(d.name, 0), "why": d.why}
                      for d in conf.declared},
         "divergences_by_class": by_class,
+        "mapping": [{"rule": rule, "kafka": call, "compared": compared} for rule, call, compared in conf.mapping],
         "divergence": result.divergence.to_json() if result.divergence else None,
         "not_reproduced": result.not_reproduced.to_json() if result.not_reproduced else None,
     }
