@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from harness.bitset import members
 from harness.conform import ABSTRACTION, NOT_REPRODUCED, Call, Conformance, ControllerView, Declared
+from specs.kraft import spec
 from specs.kraft.state import ACCEPTED, INELIGIBLE_REPLICA, UNFENCED
 
 FENCING_RULES = ("fence", "unclean_shutdown", "fail_permanently")
@@ -157,7 +158,7 @@ DECLARED = [
         _new_leader_elected),
 ]
 
-CONFORMANCE = Conformance(
+spec.conformance = Conformance(
     applies=applies, call=call, view=view, response=response, setup=setup, declared=DECLARED, mapping=MAPPING,
     error_classes={"FENCED_LEADER_EPOCH": "STALE", "INVALID_UPDATE_VERSION": "STALE", "INVALID_REQUEST": "STALE",
                    "NOT_CONTROLLER": "STALE"},
