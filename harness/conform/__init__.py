@@ -93,6 +93,7 @@ class Conformance:
 
 
 FIELDS = ControllerView._fields
+BROKER_SIDE_BUG = "model bug: a broker-side rule changed the controller's state"
 
 
 @dataclass
@@ -231,8 +232,8 @@ def walk_bfs(model: Model, kafka, *, max_states: int | None = None, progress: Ca
                     after = conf.view(cfg, nxt)
                     if after != view:
                         differences = {f: (b, a) for f, a, b in zip(FIELDS, view, after) if a != b}
-                        result.divergence = _divergence_at(model, parent, nxt, Call("none"), differences, kafka, cmp,
-                                                           "model bug: a broker-side rule changed the controller's state")
+                        result.divergence = _divergence_at(model, parent, key_state, index, Call("none"), differences,
+                                                           kafka, cmp, BROKER_SIDE_BUG)
                         break
                     continue
                 result.controller_transitions += 1
@@ -251,22 +252,17 @@ def walk_bfs(model: Model, kafka, *, max_states: int | None = None, progress: Ca
                 differences = cmp.differences(cmp.expected(state, nxt, call), answer)
                 if differences:
                     declared = cmp.classify(call, differences)
-                    if declared is None:  # run it again, so Kafka's records and response are this call's
-                        kafka.revert(base)
-                        _replay_path(model, conf, kafka, parent, key_state)
-                        kafka.apply(call)
-                        result.divergence = _divergence_at(model, parent, nxt, call, differences, kafka, cmp,
-                                                           _unclassified(cfg), path_from=(key_state, index, nxt))
+                    if declared is None:
+                        _rerun(model, conf, kafka, base, parent, key_state, call)
+                        result.divergence = _divergence_at(model, parent, key_state, index, call, differences, kafka,
+                                                           cmp, _unclassified(cfg))
                         break
                     result.declared[declared.name] = result.declared.get(declared.name, 0) + 1
                     if declared.kind != ABSTRACTION and result.not_reproduced is None:  # its trace, Kafka's side
-                        kafka.revert(base)
-                        _replay_path(model, conf, kafka, parent, key_state)
-                        kafka.apply(call)
+                        _rerun(model, conf, kafka, base, parent, key_state, call)
                         moved = False
-                        result.not_reproduced = _divergence_at(
-                            model, parent, nxt, call, differences, kafka, cmp, f"{declared.kind}: {declared.name}",
-                            path_from=(key_state, index, nxt))
+                        result.not_reproduced = _divergence_at(model, parent, key_state, index, call, differences,
+                                                               kafka, cmp, f"{declared.kind}: {declared.name}")
                     if declared.changes_state and new:
                         off_kafka.add(nkey)
             if result.divergence is not None:
@@ -320,12 +316,18 @@ def _replay_path(model: Model, conf: Conformance, kafka, parent: dict, key: int)
             kafka.apply(call)
 
 
-def _divergence_at(model, parent, nxt, call, differences, kafka, cmp, classification, path_from=None) -> Divergence:
-    if path_from is not None:  # the diverging transition may not be nxt's BFS-tree edge: rebuild through it
-        key_state, index, _ = path_from
-        states, actions = _states_along(model, _path(model, parent, key_state) + [index])
-    else:
-        states, actions = _states_along(model, _path(model, parent, model.fingerprint(nxt)))
+def _rerun(model: Model, conf: Conformance, kafka, base: int, parent: dict, key: int, call: Call) -> None:
+    """Run `call` again from its state's counterpart, so that Kafka's last records and response are its own (the
+    comparison may have used a memoized answer)."""
+    kafka.revert(base)
+    _replay_path(model, conf, kafka, parent, key)
+    kafka.apply(call)
+
+
+def _divergence_at(model, parent, key, index, call, differences, kafka, cmp, classification) -> Divergence:
+    """The divergence of action `index` from the state with fingerprint `key`: its trace is that state's BFS-tree
+    path and the action (which need not be the next state's tree edge)."""
+    states, actions = _states_along(model, _path(model, parent, key) + [index])
     return _divergence(model, states, actions, call, differences, kafka, cmp, classification)
 
 
@@ -384,7 +386,7 @@ def walk_random(model: Model, kafka, *, examples: int, steps: int, seed: int | N
                     before, after = conf.view(cfg, state), conf.view(cfg, nxt)
                     differences = {f: (b, a) for f, a, b in zip(FIELDS, before, after) if a != b}
                     found[:] = [_divergence(model, list(states), list(actions), Call("none"), differences, kafka, cmp,
-                                            "model bug: a broker-side rule changed the controller's state")]
+                                            BROKER_SIDE_BUG)]
                     raise Diverged()
             else:
                 result.transitions += counting
