@@ -36,13 +36,14 @@ class KafkaController:
         self.version = version
         self.brokers = brokers
         self.perturb = perturbed_field()
+        adapter = jpype.JClass("org.apache.kafka.controller.ConformAdapter")
+        self.adapter = adapter(brokers, list(replicas), list(isr), leader, min_isr, elr, unclean)
+        # after the adapter (which keeps the logging backends' start-up notices off stderr): Errors has a logger
         self._errors = jpype.JClass("org.apache.kafka.common.protocol.Errors")
         self._short = jpype.JShort
-        adapter = jpype.JClass("org.apache.kafka.controller.ConformAdapter")
         self._int_array = jpype.JArray(jpype.JInt)
         self._long_array = jpype.JArray(jpype.JLong)
         self._names: dict[int, str] = {}
-        self.adapter = adapter(brokers, list(replicas), list(isr), leader, min_isr, elr, unclean)
 
     def describe(self) -> dict:
         return {"version": self.version, "metadata_version": str(self.adapter.metadataVersion()),

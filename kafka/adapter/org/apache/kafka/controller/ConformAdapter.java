@@ -14,6 +14,8 @@
  */
 package org.apache.kafka.controller;
 
+import java.io.OutputStream;
+import java.io.PrintStream;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -98,7 +100,13 @@ public final class ConformAdapter {
 
     public ConformAdapter(int brokers, int[] replicas, int[] isr, int leader, int minIsr, boolean elr, boolean unclean)
             throws ReflectiveOperationException {
-        this.brokers = brokers;
+        // The logging backends' start-up notices (SLF4J without a binding in 4.x, log4j without appenders in 3.9) are
+        // printed on System.err while the managers are built: not the user's business; errors still raise.
+        PrintStream err = System.err;
+        System.setErr(new PrintStream(OutputStream.nullOutputStream()));
+        try {
+            org.slf4j.LoggerFactory.getILoggerFactory();  // SLF4J binds (and says so) now, not at Kafka's first log line
+            this.brokers = brokers;
         this.elrRequested = elr;
         MetadataVersion mv = MetadataVersion.latestProduction();
         Object logContext = null;
@@ -199,6 +207,9 @@ public final class ConformAdapter {
             .setRemovingReplicas(new ArrayList<>()).setAddingReplicas(new ArrayList<>())));
         replay(topic, 0);
         lastRecords.clear();
+        } finally {
+            System.setErr(err);
+        }
     }
 
     // ------------------------------------------------------------------------------------ what is compared
