@@ -2,7 +2,8 @@
 JVM that runs them in this process.
 
 The jars are resolved by `make kafka` (one version) or `make kafka-all` (kafka/versions.txt) into
-.kafka/<version>/lib; nothing is downloaded at run time. The JVM is started in-process through JPype
+.kafka/<version>/lib, and conform's adapter (kafka/adapter) is compiled against them into
+.kafka/<version>/adapter.jar; nothing is downloaded at run time. The JVM is started in-process through JPype
 (docs/ARCHITECTURE.md, "Kafka's own code"): one JVM per process, with one version's classpath, since a JVM
 cannot unload the classes of one Kafka version to load another's.
 """
