@@ -25,8 +25,16 @@ MVN ?= mvn
 	  dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.kafka/$*/lib
 	touch $@
 
-kafka: .kafka/$(KAFKA)/.resolved  ## Kafka's jars for one version (default: the newest listed in kafka/versions.txt)
-kafka-all: $(foreach v,$(KAFKA_VERSIONS),.kafka/$(v)/.resolved)  ## every version in kafka/versions.txt
+# conform's adapter (kafka/adapter): compiled against each version's jars, since it calls the controller's
+# package-private builders and methods, whose signatures move between versions.
+ADAPTER_SRC := kafka/adapter/org/apache/kafka/controller/ConformAdapter.java
+.kafka/%/adapter.jar: .kafka/%/.resolved $(ADAPTER_SRC)
+	rm -rf .kafka/$*/adapter.classes && mkdir -p .kafka/$*/adapter.classes
+	javac -nowarn -encoding UTF-8 -d .kafka/$*/adapter.classes -cp '.kafka/$*/lib/*' $(ADAPTER_SRC)
+	jar cf $@.tmp -C .kafka/$*/adapter.classes . && mv $@.tmp $@
+
+kafka: .kafka/$(KAFKA)/adapter.jar  ## Kafka's jars for one version (default: the newest listed in kafka/versions.txt)
+kafka-all: $(foreach v,$(KAFKA_VERSIONS),.kafka/$(v)/adapter.jar)  ## every version in kafka/versions.txt
 
 # constraints.txt pins every package the project installs (the versions tested here); CI's pip cache is
 # keyed on it and on pyproject.toml. After changing a dependency: make constraints.

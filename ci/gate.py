@@ -10,7 +10,8 @@ models with a symbolic form, a Z3 proof that their Z3 properties are inductive, 
 BMC of every mutation that breaks the induction (at its config); liveness with the graph engine at each
 model's liveness preset, against the failures the spec declares. A violation the spec declares expected
 (`Spec.declared_failure`, the decision `check --json`'s `expected` and the nightly share) is printed, not a
-failure; any other ends with the commands that replay, show and explore its trace.
+failure; any other ends with the commands that replay, show and explore its trace; for models that
+declare a conformance, `conform` at a small config against the newest Kafka resolved.
 `--write-baseline` rewrites the baseline (`make ci-baseline`).
 
 Pytest runs first, on both cores, without the tests marked `gate` (work a later step repeats); then every
@@ -232,9 +233,35 @@ def compare_baseline(measured: dict, failures: list[str]) -> None:
         console.print("  state space identical to the baseline")
 
 
+# The config `conform` walks in the gate, per model with a conformance (seconds; the nightly walks `ci`).
+GATE_CONFORM_PRESET = {"kraft": "tiny-fence"}
+
+
+def conformance_step(names: list[str], failures: list[str], out: Path) -> None:
+    """Models with a conformance: every transition of a small config against the newest Kafka resolved. An
+    undeclared divergence fails the gate; declared ones (Kafka behaviour not reproduced yet) are listed."""
+    from harness import conform
+    from harness.conform.kafka import KafkaController
+    from harness.kafka import default_version
+
+    for name in names:
+        spec = load_spec(name)
+        if spec.conformance is None or name not in GATE_CONFORM_PRESET:
+            continue
+        model = spec.bind(spec.config(GATE_CONFORM_PRESET[name], (), spec.conformance.variants))
+        r = conform.walk_bfs(model, KafkaController(default_version(), **spec.conformance.setup(model.config)))
+        conform.write_divergences(model, r, out)
+        declared = ", ".join(f"{k} {v:,}" for k, v in r.declared.items()) or "none"
+        console.print(f"  {name}/{GATE_CONFORM_PRESET[name]} vs Kafka {r.kafka_version}: {r.transitions:,} transitions "
+                      f"compared, {r.seconds:.1f} s, {r.outcome}; declared: {declared}")
+        if r.divergence is not None:
+            failures.append(f"{name}/{GATE_CONFORM_PRESET[name]} diverges from Kafka {r.kafka_version}: "
+                            f"{r.divergence.classification} ({r.divergence.trace_path})")
+
+
 STEPS = ["pytest", "BFS exhaustion of the ci configs", "mutation adequacy", "replay of counterexamples/",
          "Hypothesis ci profile", "comparison with ci/baseline.json", "Z3: inductive proof and bounded model checking",
-         "liveness at the liveness preset (graph engine)"]
+         "liveness at the liveness preset (graph engine)", "conformance with Kafka's controller (conform)"]
 # After pytest (both cores), the gate runs its steps as jobs of one step for one model, two processes at a
 # time, longest first (2 cores). These are rough seconds on this 2-core machine, used only for that order;
 # a job not listed comes after the listed ones. The baseline comparison runs in the same job as the
@@ -242,12 +269,14 @@ STEPS = ["pytest", "BFS exhaustion of the ci configs", "mutation adequacy", "rep
 EXPECTED_SECONDS = {("2,6", "zk"): 75, ("5", "replication"): 50, ("2,6", "kip642"): 47, ("5", "kraft"): 40,
                     ("5", "zk"): 35, ("7", "zk"): 45, ("5", "kip642"): 30, ("7", "kraft"): 30, ("5", "kip435"): 25,
                     ("2,6", "kraft"): 20, ("7", "kip435"): 15, ("7", "kip642"): 3, ("5", "example"): 10,
-                    ("8", "zk"): 25, ("8", "kraft"): 10, ("8", "kip435"): 5, ("8", "replication"): 4, ("8", "kip642"): 3}
+                    ("8", "zk"): 25, ("8", "kraft"): 10, ("8", "kip435"): 5, ("8", "replication"): 4, ("8", "kip642"): 3,
+                    ("9", "kraft"): 10}
 
 
 def jobs(names: list[str]) -> list[tuple[str, str | None]]:
     """(steps, model) pairs, longest expected first; the replay of counterexamples/ is one job."""
     listed = [(steps, name) for steps in ("2,6", "3", "5", "7", "8") for name in names]
+    listed += [("9", name) for name in names if name in GATE_CONFORM_PRESET]
     listed.sort(key=lambda job: -EXPECTED_SECONDS.get(job, 5))
     return listed + [("4", None)]
 
@@ -355,7 +384,8 @@ def main() -> int:
                  lambda: hypothesis_ci(names, failures, out),
                  lambda: compare_baseline(measured, failures),
                  lambda: z3_checks(names, failures, out),
-                 lambda: liveness_step(names, failures)]
+                 lambda: liveness_step(names, failures),
+                 lambda: conformance_step(names, failures, out)]
     only = {int(x) for x in args.only.split(",")} if args.only else None
     timings: dict[str, float] = {}
     for number, (title, fn) in enumerate(zip(STEPS, functions), 1):

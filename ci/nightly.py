@@ -3,7 +3,8 @@
 For every model: Spark exhaustion of its `nightly` config (resumable: fixed checkpoint directories,
 so a killed run continues where it stopped), the Hypothesis `nightly` profile (at `large` when the
 model has it), liveness with the graph engine at its `liveness` preset (`tiny` if it has none), and for
-models with a symbolic form a Z3 proof and BMC to depth 16 at the `nightly` config; then the project's fuzzers
+models with a symbolic form a Z3 proof and BMC to depth 16 at the `nightly` config; `conform kraft` at `ci` against
+every Kafka version kafka/versions.txt lists (Kafka's own controller code); then the project's fuzzers
 (malformed traces, command lines, damaged checkpoints, edited checkpoint manifests) at their long profile. Writes
 reports/<UTC timestamp>/: summary.json, report.html (states per depth, per-rule coverage, time per engine, as inline SVG),
 every counterexample as ITF, and a comparison with the previous report. Exit 1 on any violation
@@ -198,6 +199,37 @@ def run_kraft_scenarios(folder: Path) -> dict:
                      "cluster_start_seconds": round(start, 1) if start else None,
                      "seconds": round(time.monotonic() - t, 1)}
         log(f"  {name}: {verdict} ({out[name]['seconds']} s) {detail}")
+
+
+def run_conformance(folder: Path) -> dict:
+    """`conform kraft` at `ci` (`tiny-fence` in the quick run), ELR on and off, against every Kafka version
+    kafka/versions.txt lists, one process per run (a JVM holds one version): transitions compared, divergences by
+    class, wall time."""
+    from harness.kafka import listed_versions
+
+    out = {}
+    preset = "tiny-fence" if QUICK else "ci"
+    for version, elr in [(v, elr) for v in listed_versions() for elr in ("true", "false")]:
+        t = time.monotonic()
+        p = subprocess.run([sys.executable, "-m", "harness", "conform", "kraft", "--config", preset, "--kafka", version,
+                        "--variant", f"elr={elr}", "--json", "--quiet", "--out", str(folder)], cwd=ROOT,
+                           capture_output=True, text=True)
+        run = f"{version} elr={elr}"
+        seconds = round(time.monotonic() - t, 1)
+        if p.returncode in (0, 1) and p.stdout.strip():
+            data = json.loads(p.stdout)
+            div = data["divergence"]
+            out[run] = {"preset": preset, "exit": p.returncode, "outcome": data["outcome"], "seconds": seconds,
+                        "stats": data["stats"], "kafka": data["kafka"], "by_class": data["divergences_by_class"],
+                        "declared": {k: v["count"] for k, v in data["declared"].items() if v["count"]},
+                        "divergence": div and {"classification": div["classification"], "trace": div["trace"]},
+                        "not_reproduced": (data["not_reproduced"] or {}).get("trace")}
+        else:
+            out[run] = {"preset": preset, "exit": p.returncode, "outcome": "not run", "seconds": seconds,
+                        "error": (p.stderr.strip().splitlines() or [""])[-1]}
+        c = out[run]
+        log(f"  Kafka {run} at {preset}: {c['outcome']}, "
+            f"{c.get('stats', {}).get('transitions_compared', 0):,} transitions compared, {seconds} s")
     return out
 
 
@@ -245,6 +277,10 @@ def failures_of(summary: dict) -> list[str]:
     out += [liveness_failure(n, m, p, v) for n, m in summary["models"].items()
             for p, v in m["liveness"]["verdicts"].items() if v in REGRESSIONS]
     out += [f"fuzzer {n} failed" for n, f in summary["fuzz"].items() if not f["passed"]]
+    out += [f"kraft vs Kafka {v}: {c['divergence']['classification']} ({c['divergence']['trace']})"
+            for v, c in summary.get("conformance", {}).items() if c.get("divergence")]
+    out += [f"kraft vs Kafka {v}: not run ({c['error']})" for v, c in summary.get("conformance", {}).items()
+            if c["outcome"] == "not run"]
     if summary.get("cluster") and not summary["cluster"]["passed"]:
         out.append(f"Spark cluster tests failed: {summary['cluster']['tail']}")
     out += [f"KRaft cluster scenario {n}: {v['verdict']} {v['detail']}" for n, v in summary.get("kraft_cluster", {}).items()
@@ -325,6 +361,8 @@ def main() -> int:
         summary["configs"][name] = summary["models"][name].pop("configs")
     log("[fuzzers]" + (" skipped: their short profile is part of make test" if QUICK else ""))
     summary["fuzz"] = {} if QUICK else run_fuzzers(folder)
+    log("[conformance with Kafka]")
+    summary["conformance"] = run_conformance(folder) if not args.spec or "kraft" in args.spec else {}
     log("[Spark cluster]" + (" skipped in the quick run" if QUICK else ""))
     summary["cluster"] = {} if QUICK else run_cluster_tests(folder)
     log("[KRaft cluster scenarios]" + (" skipped in the quick run" if QUICK else ""))

@@ -244,6 +244,8 @@ class Spec:
     # How the explorer draws a state as the protocol reads (`@spec.protocol_view`): `fn(cfg, state) -> dict`
     # of plain data whose "kind" names a template of harness/explore. Engines never call it. None: a tree.
     protocol_view_fn: Callable | None = None
+    # What `harness conform` compares with Kafka's own code (harness.conform.Conformance). None: not comparable.
+    conformance: Any = None
 
     def __post_init__(self) -> None:
         self.schema: ItfType = type_of_annotation(self.state_class)

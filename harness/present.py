@@ -142,8 +142,19 @@ def trace_view(trace: Trace) -> View:
              f"mutation={model.config.mutation}  engine={meta.get('engine')}  "
              f"outcome={what} ({len(trace.states) - 1} steps{', lasso' if trace.loop is not None else ''})")
     steps = run_steps(model, trace.states, trace.actions, trace.loop)
-    closing = run_closing(model, trace.states, trace.loop, outcome, [("why", meta.get("why")), ("note", meta.get("note"))])
+    closing = run_closing(model, trace.states, trace.loop, outcome, [("why", meta.get("why")), ("note", meta.get("note")),
+                                                                      ("kafka", _conformance_text(meta.get("conformance")))])
     return View("trace", header, title, steps, closing)
+
+
+def _conformance_text(c: dict | None) -> str | None:
+    """`conform`'s record of Kafka's side at the diverging step (the last), on one line."""
+    if not isinstance(c, dict):
+        return None
+    differs = "; ".join(f"{k}: {v}" for k, v in (c.get("differences") or {}).items())
+    records = " | ".join(map(str, c.get("kafka_records") or [])) or "none"
+    return (f"Kafka {c.get('kafka_version')} at step {c.get('step')}, {c.get('call')}: {c.get('classification')}; "
+            f"{differs}; Kafka's records: {records}; response: {c.get('kafka_response') or '-'}")
 
 
 def _cti_value(v: Any) -> str:

@@ -72,6 +72,7 @@ TRACE_SCHEMA = _closed(["#meta", "vars", "states"], {
         },
         "why": {"type": "string"},  # the corpus's explanation of a committed trace
         "note": {"type": "string"},  # an engine's remark on a violation
+        "conformance": {"type": "object"},  # `conform`: Kafka's side at the diverging step (harness/conform)
     }),
     "vars": {"type": "array", "items": {"type": "string"}, "minItems": 1},
     "states": {

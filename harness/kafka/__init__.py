@@ -2,7 +2,8 @@
 JVM that runs them in this process.
 
 The jars are resolved by `make kafka` (one version) or `make kafka-all` (kafka/versions.txt) into
-.kafka/<version>/lib; nothing is downloaded at run time. The JVM is started in-process through JPype
+.kafka/<version>/lib, and conform's adapter (kafka/adapter) is compiled against them into
+.kafka/<version>/adapter.jar; nothing is downloaded at run time. The JVM is started in-process through JPype
 (docs/ARCHITECTURE.md, "Kafka's own code"): one JVM per process, with one version's classpath, since a JVM
 cannot unload the classes of one Kafka version to load another's.
 """
@@ -49,7 +50,12 @@ def classpath(version: str) -> list[str]:
     jars = sorted(str(p) for p in lib.glob("*.jar"))
     if not jars:
         raise BadInput(f"Kafka {version}'s folder {lib} holds no jars: run `make kafka KAFKA={version}` again")
-    return jars
+    adapter = JARS_ROOT / version / "adapter.jar"  # conform's adapter, compiled by `make kafka` (harness/conform)
+    return jars + [str(adapter)] if adapter.is_file() else jars
+
+
+def has_adapter(version: str) -> bool:
+    return (JARS_ROOT / version / "adapter.jar").is_file()
 
 
 _started: str | None = None
@@ -70,6 +76,12 @@ def start_jvm(version: str) -> None:
         raise BadInput("no Java runtime found (JAVA_HOME or java on PATH): conform needs Java 17") from None
     if not os.path.exists(jvm_path) and not shutil.which("java"):
         raise BadInput("no Java runtime found (JAVA_HOME or java on PATH): conform needs Java 17")
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and not Path(jvm_path).resolve().is_relative_to(Path(java_home).resolve()):
+        # JPype falls back to the system's JVM when JAVA_HOME names none: a user who set it meant that one
+        raise BadInput(f"JAVA_HOME={java_home} holds no Java runtime (libjvm): conform needs Java 17")
     # convertStrings=False: Java strings stay Java objects until asked for, as JPype recommends.
-    jpype.startJVM(jvm_path, "-Xss4m", classpath=jars, convertStrings=False)
+    # -Xrs and interrupt=False: the JVM leaves SIGINT and SIGTERM to Python's handlers (harness/interrupt.py), which
+    # it would otherwise replace, so that Ctrl-C still stops a run with 130 (in-process JVM: it ends with the process).
+    jpype.startJVM(jvm_path, "-Xss4m", "-Xrs", classpath=jars, convertStrings=False, interrupt=False)
     _started = version

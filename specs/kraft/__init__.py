@@ -136,10 +136,10 @@ for _prop in ("ReassignmentCompletes", "CompletesUnlessTargetGone"):
 # ========================================================================================= the rules
 
 from specs.kraft import controller, brokers, faults  # noqa: E402,F401  registers the rules
-from specs.kraft import view  # noqa: E402,F401  registers the protocol view
+from specs.kraft import view, conform  # noqa: E402,F401  registers the protocol view, the mapping to Kafka's code
 
 # The spec and the modules that register on it (pyflakes reads no `noqa`: this marks the imports as used).
-__all__ = ["spec", "controller", "brokers", "faults", "view"]
+__all__ = ["spec", "controller", "brokers", "faults", "view", "conform"]
 
 # The order the rules had in one module, the protocol document's: successors, first-found states and traces follow it.
 spec.order_rules(
