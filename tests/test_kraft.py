@@ -214,6 +214,18 @@ def test_ci_exhausts_and_every_rule_fires():
     assert all(c["distinct"] > 0 for c in r.coverage.values()), r.coverage
 
 
+def test_the_disruption_budgets_are_read_once_per_state(monkeypatch):
+    """Five rules' preconditions ask which disruptions the budgets allow (issue 42: counting the GONE
+    brokers for each of them made kraft ci 1.34x slower); `successors` counts them once per state."""
+    counted = []
+    monkeypatch.setattr(logic, "gone", lambda s, count=logic.gone: counted.append(s) or count(s))
+    m = model("ci")
+    s = m.init_states()[0]
+    fired = {m.rules[m.action_rule[i]].name for i, _ in m.successors(s)}
+    assert {"fence", "clean_shutdown", "unclean_shutdown", "fail_permanently"} <= fired  # all budgets open
+    assert counted == [s]
+
+
 @pytest.mark.parametrize("preset, prop", [("unclean-election-loss", "NoAckedRecordLost"),
                                           ("last-replica-standing", "LeaderCandidateCompleteness"),
                                           ("kafka-cancel-without-elr", "LeaderCandidateCompleteness")])
