@@ -226,6 +226,20 @@ def test_the_disruption_budgets_are_read_once_per_state(monkeypatch):
     assert counted == [s]
 
 
+def test_fence_and_the_shutdowns_share_a_brokers_removal_in_a_state(monkeypatch):
+    """fence, clean_shutdown, unclean_shutdown and fail_permanently take the same partition change for a
+    (broker, leader pick) in a state: the controller computes it once."""
+    from specs.kraft import controller
+    asked = []
+    monkeypatch.setattr(controller, "seed_remove_broker",
+                        lambda p, broker, *rest, change=controller.seed_remove_broker: asked.append((broker, rest[2]))
+                        or change(p, broker, *rest))
+    m = model("ci")
+    fired = [m.rules[m.action_rule[i]].name for i, _ in m.successors(m.init_states()[0])]
+    assert {"fence", "clean_shutdown", "unclean_shutdown", "fail_permanently"} <= set(fired)
+    assert sorted(asked) == [(b, pick) for b in (1, 2, 3) for pick in (0, 1, 2, 3)]
+
+
 @pytest.mark.parametrize("preset, prop", [("unclean-election-loss", "NoAckedRecordLost"),
                                           ("last-replica-standing", "LeaderCandidateCompleteness"),
                                           ("kafka-cancel-without-elr", "LeaderCandidateCompleteness")])

@@ -11,7 +11,7 @@ from harness.bitset import bit
 from specs.kraft import spec
 from specs.kraft.logic import alter_partition_verdict, commit_partition, in_progress, seed_cancel_refused, with_broker
 from specs.kraft.speed import (acceptable, broker_facts, disruption_room, kafka_build, kafka_cancel, kafka_reassign,
-                               rules_of, seed_alter_isr, seed_cancel, seed_clean_election, seed_reassign,
+                               removals, rules_of, seed_alter_isr, seed_cancel, seed_clean_election, seed_reassign,
                                seed_remove_broker, seed_unclean_election, some_broker_is, update_broker)
 from specs.kraft.state import (ACCEPTED, FENCED, NO_RESPONSE_YET, PICK, UNFENCED, Partition, Response, State, brokers,
                                leader_choices, target_text, targets)
@@ -120,6 +120,15 @@ def remove_broker(cfg, s: State, broker: int, new_leader: int, unclean_shutdown:
     re-elects if it led [kafka-tlaplus v3.5 §2.8, §2.9.1] (Kafka:
     `ReplicationControlManager.generateLeaderAndIsrUpdates`).
     Returns the partition unchanged if the broker had no part in it, None if `new_leader` is not a legal pick."""
+    known = removals(cfg, s)
+    key = (broker, new_leader, unclean_shutdown)
+    if key not in known:
+        known[key] = removed(cfg, s, broker, new_leader, unclean_shutdown)
+    return known[key]
+
+
+def removed(cfg, s: State, broker: int, new_leader: int, unclean_shutdown: int) -> Partition | None:
+    """What `remove_broker` says, computed."""
     p, rules = s.partition, rules_of(cfg)
     live = acceptable(s) & ~bit(broker)
     if cfg.completion == "kafka":

@@ -46,6 +46,13 @@ kafka_cancel = memoized(logic.kafka_cancel)
 disruption_room = per_state(logic.disruption_room)
 
 
+@per_state
+def removals(cfg: KraftConfig, s: State) -> dict:
+    """The controller's partition change when a broker leaves, by (broker, leader pick), for one state:
+    fence and the three shutdowns ask it for the same pairs (12 each at 3 brokers)."""
+    return {}
+
+
 def update_broker(s: State, broker: int, new: Broker) -> State:
     """`s` with broker `broker` replaced by `new`."""
     return set_brokers(s, with_broker(s, broker, new))
