@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from runner import measure, run_child, save
+from runner import Figure, measure, recorded, report, run_child, save
 
 CASES = [
     # (spec, preset, settings, variants, mutation)
@@ -47,9 +47,17 @@ def run_case(spec, preset, settings, variants, mutation, exact=False):
     return run_child(CHILD, json.dumps([spec, preset, settings, variants, mutation, exact]))
 
 
+def figures(results: list | None) -> dict[str, Figure]:
+    """Each case's states/s (per mode), from bfs.json's form."""
+    return {f"{r['case']} {'exact' if r['exact'] else 'fp64'}": Figure(r["states_per_second"], "states/s", True,
+                                                                        r["distinct"])
+            for r in results or [] if "error" not in r}
+
+
 def main() -> None:
     from harness.registry import spec_names
 
+    before = figures(recorded("bfs.json"))
     results = []
     print(f"{'case':45s} {'mode':6s} {'distinct':>10s} {'gen':>11s} {'depth':>5s} {'sec':>7s} {'states/s':>9s} {'B/state':>8s} {'visited':>8s} range")
     for spec, preset, settings, variants, mutation in CASES:
@@ -67,6 +75,7 @@ def main() -> None:
             print(f"{name:45s} {'exact' if exact else 'fp64':6s} {r['distinct']:>10,} {r['generated']:>11,} {r['depth']:>5} "
                   f"{r['seconds']:>7.2f} {r['states_per_second']:>9,} {r['bytes_per_state']:>8,} "
                   f"{r['visited_bytes_per_state'] or '':>8} {min(rates):,}-{max(rates):,}")
+    report(before, figures(results))
     save(results, "bfs.json")
 
 

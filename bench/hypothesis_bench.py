@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from runner import measure, run_child, save
+from runner import Figure, measure, recorded, report, run_child, save
 
 CASES = [("kraft", "large"), ("kip642", "large")]
 EXAMPLES = 300  # runs of the ci profile (100 steps each)
@@ -32,9 +32,16 @@ def run_case(spec: str, preset: str) -> dict:
     return run_child(CHILD, json.dumps([spec, preset, EXAMPLES]))
 
 
+def figures(results: list | None) -> dict[str, Figure]:
+    """Each case's steps/s, from hypothesis.json's form."""
+    return {r["case"]: Figure(r["steps_per_second"], "steps/s", True, r["steps"])
+            for r in results or [] if "error" not in r}
+
+
 def main() -> None:
     from harness.registry import load_spec, spec_names
 
+    before = figures(recorded("hypothesis.json"))
     results = []
     print(f"{'case':16s} {'runs':>5s} {'sec':>7s} {'steps/s':>8s} {'walks/s':>8s} {'distinct/s':>10s}  outcome")
     for spec, preset in CASES:
@@ -52,6 +59,7 @@ def main() -> None:
                         "seconds_range": [times[0], times[-1]]})
         print(f"{name:16s} {EXAMPLES:>5} {r['seconds']:>7.2f} {rates['steps']:>8,} {rates['walks']:>8,} "
               f"{rates['distinct_walks']:>10,}  {r['outcome']}")
+    report(before, figures(results))
     save(results, "hypothesis.json")
 
 

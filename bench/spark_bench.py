@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from runner import save
+from runner import Figure, recorded, report, save
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,13 +51,26 @@ def check(spec: str, preset: str, work: Path, *extra: str) -> dict:
             "signature": [s["states_per_depth"], {k: v["generated"] for k, v in r["coverage"].items()}]}
 
 
+def figures(results: dict | None, cases: list[str] | None = None) -> dict[str, Figure]:
+    """Each case's median whole-process wall time per mode (of `cases`, default all), from spark.json's form."""
+    out = {}
+    for case, modes in (results or {}).items():
+        if case == "empty levels" or cases is not None and case not in cases:
+            continue
+        for mode, m in modes.items():
+            if isinstance(m, dict) and m.get("median_wall"):
+                distinct = next((r["distinct"] for r in m["runs"] if "distinct" in r), None)
+                out[f"{case} {mode}"] = Figure(m["median_wall"], "s", False, distinct)
+    return out
+
+
 def main(only: list[str]) -> None:
     cases = [c for c in CASES if not only or "/".join(c) in only]
     unknown = set(only) - {"/".join(c) for c in CASES}
     if unknown:
         sys.exit(f"unknown case {sorted(unknown)[0]}; cases: {', '.join('/'.join(c) for c in CASES)}")
-    previous = ROOT / "bench" / "results" / "spark.json"
-    results: dict = json.loads(previous.read_text()) if only and previous.exists() else {}
+    before = figures(recorded("spark.json"))
+    results: dict = (recorded("spark.json") or {}) if only else {}
     with tempfile.TemporaryDirectory() as tmp, StandaloneCluster(Path(tmp) / "cluster", workers=2) as cluster:
         work = Path(tmp)
         modes = {"bfs": [], "local[2]": ["--engine", "spark", "--master", "local[2]"],
@@ -86,6 +99,7 @@ def main(only: list[str]) -> None:
                 print(f"{spec}/{preset:8s} {mode:15s} median {c['median_wall']} s  walls {c['walls']}"
                       + (f"  ratio {c['paired_ratio_median']} {c['paired_ratios']}  same {c['same_results_as_bfs']}"
                          if mode != "bfs" else ""))
+        report(before, figures(results, ["/".join(c) for c in cases]))
         if only:
             save(results, "spark.json")
             return

@@ -22,10 +22,14 @@ def memoized(fn: Callable) -> Callable:
 
 
 def per_state(fn: Callable) -> Callable:
-    """Cache fn(x) for the last x it was called with (by identity). `successors` asks every rule
-    about one state in turn, so a fact derived from a part of that state (which brokers are
-    unfenced) is computed once per state instead of once per rule.
+    """Cache fn(x), or fn(cfg, x), for the last arguments it was called with (by identity). `successors`
+    asks every rule about one state in turn, so a fact derived from a part of that state (which brokers
+    are unfenced), or from the state and its config (which disruptions its budgets allow), is computed
+    once per state instead of once per rule. The cache holds the last arguments, so their ids cannot be
+    reused by other objects while it does.
     When: several rules' preconditions derive the same fact from the same part of a state."""
+    if fn.__code__.co_argcount == 2:
+        return _per_state_of_config(fn)
     last_arg: Any = object()
     last_result: Any = None
 
@@ -34,6 +38,21 @@ def per_state(fn: Callable) -> Callable:
         if x is not last_arg:
             last_result = fn(x)
             last_arg = x
+        return last_result
+
+    return functools.update_wrapper(cached, fn)
+
+
+def _per_state_of_config(fn: Callable) -> Callable:
+    last_cfg: Any = object()
+    last_arg: Any = object()
+    last_result: Any = None
+
+    def cached(cfg, x):
+        nonlocal last_cfg, last_arg, last_result
+        if x is not last_arg or cfg is not last_cfg:
+            last_result = fn(cfg, x)
+            last_cfg, last_arg = cfg, x
         return last_result
 
     return functools.update_wrapper(cached, fn)

@@ -13,7 +13,7 @@ import pytest
 from harness.engines import bfs
 from harness.errors import BadInput
 from harness.model import Config, Spec, config_to_dict, fingerprint, param, range_text
-from harness.speed import setter
+from harness.speed import per_state, setter
 from harness.registry import load_spec
 from harness.trace import read_trace
 from tests.conftest import ROOT, load_json
@@ -301,6 +301,19 @@ def test_apply_checks_the_rule_precondition_like_successors():
     step = model.actions[0]
     assert model.apply(Grid(0, 0), step) == Grid(1, 0)
     assert model.apply(Grid(0, 1), step) is None and model.successors(Grid(0, 1)) == []
+
+
+def test_per_state_computes_once_per_state_and_config():
+    calls = []
+
+    @per_state
+    def room(cfg, s):
+        calls.append((cfg, s))
+        return len(calls)
+
+    cfg, other_cfg, s, t = object(), object(), Grid(0, 0), Grid(0, 0)  # s == t, but another object
+    assert [room(cfg, s), room(cfg, s), room(cfg, t), room(other_cfg, t), room(other_cfg, t)] == [1, 1, 2, 3, 3]
+    assert calls == [(cfg, s), (cfg, t), (other_cfg, t)]
 
 
 class Record(NamedTuple):

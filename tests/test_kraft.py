@@ -214,6 +214,32 @@ def test_ci_exhausts_and_every_rule_fires():
     assert all(c["distinct"] > 0 for c in r.coverage.values()), r.coverage
 
 
+def test_the_disruption_budgets_are_read_once_per_state(monkeypatch):
+    """Five rules' preconditions ask which disruptions the budgets allow (issue 42: counting the GONE
+    brokers for each of them made kraft ci 1.34x slower); `successors` counts them once per state."""
+    counted = []
+    monkeypatch.setattr(logic, "gone", lambda s, count=logic.gone: counted.append(s) or count(s))
+    m = model("ci")
+    s = m.init_states()[0]
+    fired = {m.rules[m.action_rule[i]].name for i, _ in m.successors(s)}
+    assert {"fence", "clean_shutdown", "unclean_shutdown", "fail_permanently"} <= fired  # all budgets open
+    assert counted == [s]
+
+
+def test_fence_and_the_shutdowns_share_a_brokers_removal_in_a_state(monkeypatch):
+    """fence, clean_shutdown, unclean_shutdown and fail_permanently take the same partition change for a
+    (broker, leader pick) in a state: the controller computes it once."""
+    from specs.kraft import controller
+    asked = []
+    monkeypatch.setattr(controller, "seed_remove_broker",
+                        lambda p, broker, *rest, change=controller.seed_remove_broker: asked.append((broker, rest[2]))
+                        or change(p, broker, *rest))
+    m = model("ci")
+    fired = [m.rules[m.action_rule[i]].name for i, _ in m.successors(m.init_states()[0])]
+    assert {"fence", "clean_shutdown", "unclean_shutdown", "fail_permanently"} <= set(fired)
+    assert sorted(asked) == [(b, pick) for b in (1, 2, 3) for pick in (0, 1, 2, 3)]
+
+
 @pytest.mark.parametrize("preset, prop", [("unclean-election-loss", "NoAckedRecordLost"),
                                           ("last-replica-standing", "LeaderCandidateCompleteness"),
                                           ("kafka-cancel-without-elr", "LeaderCandidateCompleteness")])

@@ -444,6 +444,22 @@ def test_candidate_hints_lose_no_action(preset, mutation):
         assert hinted.successors(s) == full.successors(s)
 
 
+def test_a_shutdown_that_keeps_the_leader_is_asked_only_with_leader_choice_0(monkeypatch):
+    """p1 with one unclean shutdown (the TLC comparison): the shutdown of a broker whose leaving keeps the
+    leader is tried only with leader choice 0, the only one the controller accepts there (issue 42)."""
+    calls = []
+    for rule in SPEC.rules:
+        if rule.name == "UncleanShutdown":
+            monkeypatch.setattr(rule, "fn", lambda cfg, s, *args, fn=rule.fn, name=rule.name:
+                                calls.append((name, *args)) or fn(cfg, s, *args))
+    m = model("p1", unclean_shutdown_limit=1)
+    s = m.init_states()[0]
+    assert s.con_partition_metadata.leader == 1 and all(b.status == RUNNING for b in s.broker_state)
+    m.successors(s)
+    assert calls == [("UncleanShutdown", 1, leader) for leader in range(4)] + [("UncleanShutdown", 2, 0),
+                                                                                ("UncleanShutdown", 3, 0)]
+
+
 def test_a_reassignment_never_elects_a_fenced_broker_nor_in_the_old_leader_epoch():
     """`liveness`: broker 1, the only ISR member, is fenced and the partition has no leader. Before, the
     reassignment adding 2 could elect 1 in leader epoch 2, which no replica acts on: 2 fetched from 1 for ever."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from harness.bitset import bit, size
 from specs.kraft import spec
-from specs.kraft.logic import acts_as_leader, commit_partition, fresh_broker, may_disrupt, with_broker
-from specs.kraft.speed import (acceptable, after_fetch, broker_after_learning, broker_facts, kafka_build,
-                               rules_of, set_brokers, set_request, some_broker_is, update_broker)
+from specs.kraft.logic import acts_as_leader, commit_partition, fresh_broker, with_broker
+from specs.kraft.speed import (acceptable, after_fetch, broker_after_learning, broker_facts, disruption_room,
+                               kafka_build, rules_of, set_brokers, set_request, some_broker_is, update_broker)
 from specs.kraft.state import (ACCEPTED, AWAITING_METADATA, CRASHED, FENCED, INELIGIBLE_REPLICA, NO_REQUEST,
                                NO_RESPONSE, NO_RESPONSE_YET, OFFLINE, AlterPartition, Response, State, brokers)
 
@@ -180,7 +180,7 @@ def propose_isr_expansion(cfg, s, leader, follower):
 
 
 @spec.rule(leader=brokers, follower=brokers,
-           precondition=lambda cfg, s: may_disrupt(cfg, s, "shrinks") and idle_leader(cfg, s),
+           precondition=lambda cfg, s: disruption_room(cfg, s).shrinks and idle_leader(cfg, s),
            applies=lambda cfg: cfg.max_shrinks > 0)
 def propose_isr_shrink(cfg, s, leader, follower):
     """Leader: `leader` sends AlterPartition to remove `follower`, which lags or stopped fetching,

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from harness.bitset import bit
 from specs.kraft import spec
-from specs.kraft.logic import (alter_partition_verdict, commit_partition, in_progress, may_disrupt, seed_cancel_refused,
-                               with_broker)
-from specs.kraft.speed import (acceptable, broker_facts, kafka_build, kafka_cancel, kafka_reassign, rules_of,
-                               seed_alter_isr, seed_cancel, seed_clean_election, seed_reassign, seed_remove_broker,
-                               seed_unclean_election, some_broker_is, update_broker)
+from specs.kraft.logic import alter_partition_verdict, commit_partition, in_progress, seed_cancel_refused, with_broker
+from specs.kraft.speed import (acceptable, broker_facts, disruption_room, kafka_build, kafka_cancel, kafka_reassign,
+                               removals, rules_of, seed_alter_isr, seed_cancel, seed_clean_election, seed_reassign,
+                               seed_remove_broker, seed_unclean_election, some_broker_is, update_broker)
 from specs.kraft.state import (ACCEPTED, FENCED, NO_RESPONSE_YET, PICK, UNFENCED, Partition, Response, State, brokers,
                                leader_choices, target_text, targets)
 
@@ -121,6 +120,15 @@ def remove_broker(cfg, s: State, broker: int, new_leader: int, unclean_shutdown:
     re-elects if it led [kafka-tlaplus v3.5 §2.8, §2.9.1] (Kafka:
     `ReplicationControlManager.generateLeaderAndIsrUpdates`).
     Returns the partition unchanged if the broker had no part in it, None if `new_leader` is not a legal pick."""
+    known = removals(cfg, s)
+    key = (broker, new_leader, unclean_shutdown)
+    if key not in known:
+        known[key] = removed(cfg, s, broker, new_leader, unclean_shutdown)
+    return known[key]
+
+
+def removed(cfg, s: State, broker: int, new_leader: int, unclean_shutdown: int) -> Partition | None:
+    """What `remove_broker` says, computed."""
     p, rules = s.partition, rules_of(cfg)
     live = acceptable(s) & ~bit(broker)
     if cfg.completion == "kafka":
@@ -135,7 +143,7 @@ def remove_broker(cfg, s: State, broker: int, new_leader: int, unclean_shutdown:
 
 
 @spec.rule(broker=brokers, new_leader=leader_choices, format=PICK,
-           precondition=lambda cfg, s: may_disrupt(cfg, s, "faults"), applies=lambda cfg: cfg.max_faults > 0)
+           precondition=lambda cfg, s: disruption_room(cfg, s).faults, applies=lambda cfg: cfg.max_faults > 0)
 def fence(cfg, s, broker, new_leader):
     """Controller: fences `broker`, which missed its heartbeats [kafka-tlaplus v3.5 §1.2.2, §2.8]. TLA+: FenceBroker.
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from specs.kraft import spec
 from specs.kraft.controller import remove_broker
-from specs.kraft.logic import commit_partition, fresh_broker, gone, may_disrupt, may_disrupt_for_good, running, \
-    with_broker
+from specs.kraft.logic import commit_partition, fresh_broker, running, with_broker
+from specs.kraft.speed import disruption_room
 from specs.kraft.state import CRASHED, GONE, OFFLINE, PICK, State, brokers, leader_choices
 
 
 @spec.rule(broker=brokers, new_leader=leader_choices, format=PICK,
-           precondition=lambda cfg, s: may_disrupt(cfg, s, "faults"), applies=lambda cfg: cfg.max_faults > 0)
+           precondition=lambda cfg, s: disruption_room(cfg, s).faults, applies=lambda cfg: cfg.max_faults > 0)
 def clean_shutdown(cfg, s, broker, new_leader):
     """Broker and controller: `broker` shuts down cleanly. TLA+: NoDataLossShutdown.
 
@@ -28,7 +28,7 @@ def clean_shutdown(cfg, s, broker, new_leader):
 
 
 @spec.rule(broker=brokers, new_leader=leader_choices, format=PICK,
-           precondition=lambda cfg, s: may_disrupt(cfg, s, "unclean_shutdowns"),
+           precondition=lambda cfg, s: disruption_room(cfg, s).unclean_shutdowns,
            applies=lambda cfg: cfg.max_unclean_shutdowns > 0)
 def unclean_shutdown(cfg, s, broker, new_leader):
     """Broker: `broker` loses power; the controller fences it. TLA+: DataLossShutdown.
@@ -42,7 +42,7 @@ def unclean_shutdown(cfg, s, broker, new_leader):
 
 
 @spec.rule(broker=brokers, new_leader=leader_choices, format=PICK,
-           precondition=lambda cfg, s: gone(s).bit_count() < cfg.max_permanent_failures and may_disrupt_for_good(cfg, s),
+           precondition=lambda cfg, s: disruption_room(cfg, s).permanent_failures,
            applies=lambda cfg: cfg.max_permanent_failures > 0)
 def fail_permanently(cfg, s, broker, new_leader):
     """Broker: `broker` stops for good (its machine is lost); the controller fences it when its

@@ -33,6 +33,8 @@ is a no-op (Kafka's `build()` returning no record). Being pure, the rules' entry
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from harness.bitset import bit, mask, members, size
 from specs.kraft.state import (ACCEPTED, AWAITING_METADATA, FENCED, GONE, INELIGIBLE_REPLICA, NO_LEADER, NO_RESPONSE,
                                STALE_REQUEST, UNFENCED, AlterPartition, Broker, Budget, Partition, Rules, State,
@@ -495,24 +497,29 @@ def commit_partition(cfg, s: State, old: Partition, new: Partition, **changes) -
     return s._replace(partition=new, completed_below_min_isr=below, **changes)
 
 
-def may_disrupt(cfg, s: State, budget: str) -> bool:
-    """A disruption of this kind (fault, unclean_shutdown, shrink) is left in its budget, and in the
-    joint one if the config sets it."""
-    if not getattr(s.budget, budget):
-        return False
-    return cfg.max_disruptions < 0 or disruptions(cfg, s) < cfg.max_disruptions
+class DisruptionRoom(NamedTuple):
+    """Which disruptions the budgets of a state leave room for: its own budget, and the joint one if the
+    config sets it."""
+
+    faults: bool  # a fencing or a clean shutdown
+    unclean_shutdowns: bool
+    shrinks: bool
+    permanent_failures: bool
 
 
-def disruptions(cfg, s: State) -> int:
-    """Fencings, shutdowns, ISR shrinks and permanent failures so far in this run."""
-    b = s.budget
-    spent = cfg.max_faults - b.faults + cfg.max_unclean_shutdowns - b.unclean_shutdowns + cfg.max_shrinks - b.shrinks
-    return spent + gone(s).bit_count()
+def disruption_room(cfg, s: State) -> DisruptionRoom:
+    """What `DisruptionRoom` says of `s`. The joint count is fencings, shutdowns, ISR shrinks and
+    permanent failures so far in this run."""
+    b, gone_now = s.budget, gone(s).bit_count()
+    if cfg.max_disruptions >= 0:
+        spent = (cfg.max_faults - b.faults + cfg.max_unclean_shutdowns - b.unclean_shutdowns + cfg.max_shrinks
+                 - b.shrinks + gone_now)
+        if spent >= cfg.max_disruptions:
+            return NO_ROOM
+    return DisruptionRoom(b.faults > 0, b.unclean_shutdowns > 0, b.shrinks > 0, gone_now < cfg.max_permanent_failures)
 
 
-def may_disrupt_for_good(cfg, s: State) -> bool:
-    """The joint disruption limit (if the config sets one) leaves room for a permanent failure."""
-    return cfg.max_disruptions < 0 or disruptions(cfg, s) < cfg.max_disruptions
+NO_ROOM = DisruptionRoom(False, False, False, False)
 
 
 def gone(s: State) -> int:

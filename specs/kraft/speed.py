@@ -41,6 +41,17 @@ kafka_build = memoized(logic.kafka_build)
 kafka_reassign = memoized(logic.kafka_reassign)
 kafka_cancel = memoized(logic.kafka_cancel)
 
+# Five rules' preconditions ask which disruptions a state's budgets allow (the joint limit counts the
+# GONE brokers): computed once per state, not once per rule (issue 42: 1.34x slower whole kraft ci).
+disruption_room = per_state(logic.disruption_room)
+
+
+@per_state
+def removals(cfg: KraftConfig, s: State) -> dict:
+    """The controller's partition change when a broker leaves, by (broker, leader pick), for one state:
+    fence and the three shutdowns ask it for the same pairs (12 each at 3 brokers)."""
+    return {}
+
 
 def update_broker(s: State, broker: int, new: Broker) -> State:
     """`s` with broker `broker` replaced by `new`."""

@@ -9,6 +9,7 @@ from harness.bitset import size
 from specs.replication import spec
 from specs.replication.logic import (brokers, drop_fetch_sessions, fail_pending_writes, handle_broker_fenced,
                                      leader_choices, may_disrupt, put)
+from specs.replication.speed import fenceable, stopping
 from specs.replication.state import (BLANK_PEER, EMPTY_DATA, FENCED, INT_MAX, LEADER, NIL, NO_PENDING_AP, NO_ROLE,
                                      OFFLINE_CLEAN, OFFLINE_DIRTY, UNFENCED, BrokerState, State)
 
@@ -57,7 +58,7 @@ def clean_budget(cfg, s: State) -> bool:
     return s.aux_ctrs.clean_shutdown_ctr < cfg.clean_shutdown_limit and may_disrupt(cfg, s)
 
 
-@spec.rule(b=brokers, leader=leader_choices, precondition=unclean_budget,
+@spec.rule(b=brokers, leader=leader_choices, precondition=unclean_budget, candidates=stopping,
            applies=lambda cfg: cfg.unclean_shutdown_limit > 0 and not cfg.kip966)
 def UncleanShutdown(cfg, s: State, b, leader):
     """Fault: a broker stops and loses its whole log (v3.5).
@@ -76,7 +77,7 @@ def UncleanShutdown(cfg, s: State, b, leader):
     return data_loss_shutdown(cfg, s, b, leader)
 
 
-@spec.rule(b=brokers, leader=leader_choices, precondition=clean_budget,
+@spec.rule(b=brokers, leader=leader_choices, precondition=clean_budget, candidates=stopping,
            applies=lambda cfg: cfg.clean_shutdown_limit > 0 and not cfg.kip966)
 def CleanShutdown(cfg, s: State, b, leader):
     """Fault: a broker stops and keeps its log (v3.5).
@@ -95,7 +96,7 @@ def CleanShutdown(cfg, s: State, b, leader):
     return s._replace(**changes)
 
 
-@spec.rule(b=brokers, leader=leader_choices, precondition=unclean_budget,
+@spec.rule(b=brokers, leader=leader_choices, precondition=unclean_budget, candidates=stopping,
            applies=lambda cfg: cfg.unclean_shutdown_limit > 0 and cfg.kip966)
 def DataLossShutdown(cfg, s: State, b, leader):
     """Fault: a broker stops and loses its whole log and the broker epoch it would have kept (kip966).
@@ -129,7 +130,7 @@ def NoDataLossShutdown(cfg, s: State, b, clean, leader):
     return s._replace(**changes)
 
 
-@spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.fence_broker_limit > 0,
+@spec.rule(b=brokers, leader=leader_choices, applies=lambda cfg: cfg.fence_broker_limit > 0, candidates=fenceable,
            precondition=lambda cfg, s: s.aux_ctrs.fence_broker_ctr < cfg.fence_broker_limit and may_disrupt(cfg, s))
 def FenceBroker(cfg, s: State, b, leader):
     """Fault: the controller fences a broker, as on missed heartbeats.
