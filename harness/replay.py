@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.itf import counted
 from harness.model import Model
+
 from harness.trace import Trace, earlier_violations
 
 
@@ -81,7 +83,7 @@ def replay(trace: Trace) -> ReplayReport:
         if report is not None:
             return report
     what = "no violation" if outcome.kind == "none" else f"{outcome.kind} of {outcome.property or 'deadlock freedom'}"
-    return ReplayReport(True, last, f"replays as recorded: {last} steps, {what}")
+    return ReplayReport(True, last, f"replays as recorded: {counted(last, 'step')}, {what}")
 
 
 def _check_lasso(trace: Trace) -> ReplayReport | None:

@@ -207,12 +207,12 @@ class FetchResponse(NamedTuple):
 class Network(NamedTuple):
     """A set of messages, by type (each a sorted tuple without repeats)."""
 
-    register_broker_requests: Annotated[tuple, Seq(RegisterBrokerRequest)]
-    register_broker_responses: Annotated[tuple, Seq(RegisterBrokerResponse)]
-    alter_partition_requests: Annotated[tuple, Seq(AlterPartitionRequest)]
-    alter_partition_responses: Annotated[tuple, Seq(AlterPartitionResponse)]
-    fetch_requests: Annotated[tuple, Seq(FetchRequest)]
-    fetch_responses: Annotated[tuple, Seq(FetchResponse)]
+    register_broker_requests: Annotated[tuple, Seq(RegisterBrokerRequest, unordered=True)]
+    register_broker_responses: Annotated[tuple, Seq(RegisterBrokerResponse, unordered=True)]
+    alter_partition_requests: Annotated[tuple, Seq(AlterPartitionRequest, unordered=True)]
+    alter_partition_responses: Annotated[tuple, Seq(AlterPartitionResponse, unordered=True)]
+    fetch_requests: Annotated[tuple, Seq(FetchRequest, unordered=True)]
+    fetch_responses: Annotated[tuple, Seq(FetchResponse, unordered=True)]
 
 
 class Counters(NamedTuple):
