@@ -150,7 +150,26 @@ class Bool(ItfType):
         return spelled(v)
 
 
+class Offset(Int):
+    """A log offset: a record's, a log end offset (LEO), a high watermark, a fetch offset. `base` is the
+    first record's offset in the spec's convention: 0 as in Kafka, 1 where a spec follows a 1-based TLA+
+    specification. Values are kept and shown as the spec has them, so that states read as its source (and
+    TLC) does; every view of such a spec names the convention (harness/present.py `offset_convention`),
+    and `kafka` gives Kafka's number for a view that converts. `nil` stands for no offset."""
+
+    name = "offset"
+
+    def __init__(self, base: int = 0, nil: int | None = None) -> None:
+        super().__init__()
+        self.base, self.nil = base, nil
+
+    def kafka(self, v: int) -> int | None:
+        """The offset in Kafka's convention (the first record at 0); None for `nil`."""
+        return None if v == self.nil else v - self.base
+
+
 class Enum(ItfType):
+
     """A coded field with named values (a broker status, a role, an entry kind): the state holds the
     code 0..n-1, a trace holds the name as an ITF string. Unpacking gives the codes, so a spec writes
     `OFFLINE, CRASHED = BROKER_STATUS = Enum("OFFLINE", "CRASHED")` and its rules compare ints."""

@@ -18,7 +18,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from rich.cells import cell_len
 from rich.table import Column, Table
@@ -26,7 +26,7 @@ from rich.text import Text
 
 from harness.changes import Change, changes
 from harness.errors import BadInput
-from harness.itf import counted, shown, spelled
+from harness.itf import ById, ItfType, Offset, Record, Seq, Tup, counted, shown, spelled
 from harness.model import Model, Spec, config_digest, config_to_dict, range_text, variant_of
 from harness.replay import diff_states
 from harness.trace import Cti, Trace, outcome_document
@@ -53,9 +53,43 @@ class View:
     title: str  # the header line
     steps: list[Step]
     closing: list[tuple[str, str]]  # (key, text), printed last: lasso, why, note, reachability, statement, reason
+    legend: list[tuple[str, str]] = field(default_factory=list)  # (key, text), printed first: how to read values
 
 
 # ------------------------------------------------------------------------------------ building views
+
+def _offset_fields(t: ItfType, name: str = "") -> Iterator[tuple[str, Offset]]:
+    """(field name, type) of every offset in a schema, records, maps, sequences and tuples opened."""
+    if isinstance(t, Offset):
+        yield name, t
+    elif isinstance(t, Record):
+        for sub_name, sub in t.fields.items():
+            yield from _offset_fields(sub, sub_name)
+    elif isinstance(t, (Seq, ById)):
+        yield from _offset_fields(t.item, name)
+    elif isinstance(t, Tup):
+        for sub in t.items:
+            yield from _offset_fields(sub, name)
+
+
+def offset_convention(model: Model) -> str | None:
+    """The line every view of a model whose offsets are not Kafka's carries (replication's are the TLA+
+    specification's, 1-based), naming its offset fields; None where they are Kafka's (0-based). `show`,
+    `diff` and `check` print it; the explorer shows the same line."""
+    fields = [(name, t) for name, t in _offset_fields(model.schema) if t.base]
+    if not fields:
+        return None
+    base = fields[0][1].base
+    names = ", ".join(dict.fromkeys(name for name, _ in fields))
+    return (f"{base}-based as in the TLA+ specification (Kafka's are 0-based: Kafka's offset is {base} less, "
+            f"an empty log's LEO is {base} here): {names}")
+
+
+def legend(model: Model) -> list[tuple[str, str]]:
+    """How to read a model's values, printed before its steps: its offset convention where it is not Kafka's."""
+    offsets = offset_convention(model)
+    return [("offsets", offsets)] if offsets else []
+
 
 def run_steps(model: Model, states: list[tuple], actions: list, loop: int | None = None) -> list[Step]:
     """The steps of a run: each state's fields and what its action changed."""
@@ -117,6 +151,7 @@ def run_closing(model: Model, states: list[tuple], loop: int | None, outcomes: l
     """The closing lines of a run: lasso, notes, then each property's statement and the reason (a run
     may violate several: one state breaking two invariants)."""
     closing = []
+
     lasso = lasso_text(model, states, loop)
     if lasso:
         closing.append(("lasso", lasso))
@@ -148,7 +183,7 @@ def trace_view(trace: Trace) -> View:
              f"outcome={what} ({counted(len(trace.states) - 1, 'step')}{', lasso' if trace.loop is not None else ''})")
     steps = run_steps(model, trace.states, trace.actions, trace.loop)
     closing = run_closing(model, trace.states, trace.loop, [outcome], [("why", meta.get("why")), ("note", meta.get("note"))])
-    return View("trace", header, title, steps, closing)
+    return View("trace", header, title, steps, closing, legend(model))
 
 
 def _cti_value(v: Any) -> str:
@@ -266,13 +301,17 @@ def step_lines(view: View, sel: Selection) -> list[Text]:
     return lines
 
 
+def keyed_lines(pairs: Iterable[tuple[str, str]]) -> list[Text]:
+    return [Text.assemble((f"{'property' if key == 'statement' else key}: ", "bold"), text) for key, text in pairs]
+
+
 def closing_lines(view: View) -> list[Text]:
-    return [Text.assemble((f"{'property' if key == 'statement' else key}: ", "bold"), text) for key, text in view.closing]
+    return keyed_lines(view.closing)
 
 
 def view_lines(view: View, sel: Selection) -> list[Text]:
-    """The plain layout: header, steps, closing lines. Nothing is cut, whatever the width."""
-    return [Text(view.title, "bold"), *step_lines(view, sel), *closing_lines(view)]
+    """The plain layout: header, legend, steps, closing lines. Nothing is cut, whatever the width."""
+    return [Text(view.title, "bold"), *keyed_lines(view.legend), *step_lines(view, sel), *closing_lines(view)]
 
 
 def view_table(view: View, sel: Selection, width: int) -> Table | None:
@@ -299,7 +338,7 @@ def rendered(view: View, sel: Selection, terminal_width: int | None) -> list:
     table = view_table(view, sel, terminal_width) if terminal_width and sel.step is None and not sel.full else None
     if table is None:
         return view_lines(view, sel)
-    return [Text(view.title, "bold"), table, *closing_lines(view)]
+    return [Text(view.title, "bold"), *keyed_lines(view.legend), table, *closing_lines(view)]
 
 
 def view_json(view: View, sel: Selection) -> dict:
@@ -313,7 +352,7 @@ def view_json(view: View, sel: Selection) -> dict:
         if sel.whole(step):
             entry["state"] = {p: v for p, v in step.fields.items() if sel.keep(p)}
         steps.append(entry)
-    return {**view.header, "steps": steps, "closing": {key: text for key, text in view.closing}}
+    return {**view.header, **dict(view.legend), "steps": steps, "closing": {key: text for key, text in view.closing}}
 
 
 # ------------------------------------------------------------------------------------ check
@@ -339,7 +378,7 @@ def violation_lines(model: Model, run: list) -> list[Text]:
     outcomes = [outcome_document(model, v.outcome, v.states[-1]) for v in run]
     notes = [("note", note) for note in dict.fromkeys(v.note for v in run)]
     view = View("trace", {}, "", run_steps(model, first.states, first.actions, first.loop),
-                run_closing(model, first.states, first.loop, outcomes, notes))
+                run_closing(model, first.states, first.loop, outcomes, notes), legend(model))
     named = {v.outcome.property for v in run}
     others = [p for p in guarded(lambda: model.violated(first.states[-1])) or [] if p not in named]
     also = [Text.assemble(("also violated", "bold"), f" in state {first.depth}: {', '.join(others)} "
@@ -350,7 +389,7 @@ def violation_lines(model: Model, run: list) -> list[Text]:
         prop = property_name(v.outcome.kind, v.outcome.property)
         ends += [Text.assemble(("VIOLATION", "bold red"), f" {prop} ({counted(v.depth, 'step')}{lasso}): {v.trace_path}"),
                  Text(replay_command(v.trace_path))]
-    return [*step_lines(view, Selection(initial=False)), *closing_lines(view), *also, *ends]
+    return [*keyed_lines(view.legend), *step_lines(view, Selection(initial=False)), *closing_lines(view), *also, *ends]
 
 
 
@@ -387,8 +426,8 @@ def compare(a: Trace, b: Trace) -> dict:
     if first is None and len(a.states) != len(b.states):
         first = n
     result: dict[str, Any] = {"spec": a.spec.name, "config": a.meta.get("preset"), "config_digest": config_digest(a.model.config),
-                              "config_differences": configs, "a": _run_summary(a), "b": _run_summary(b),
-                              "first_difference": first}
+                              "config_differences": configs, **dict(legend(a.model)), "a": _run_summary(a),
+                              "b": _run_summary(b), "first_difference": first}
     if first is not None:
         result["actions"] = {side: _action_at(t, first) for side, t in (("a", a), ("b", b))}
         result["fields"] = [{"field": c.path, "change": c.kind, "index": c.index, "a": c.before, "b": c.after}
@@ -406,7 +445,8 @@ def compare_lines(result: dict) -> list[Text]:
         return f"{side.upper()}: {r['file']}  ({counted(r['length'], 'step')}, {what}{loop}, engine {r['engine']})"
 
 
-    lines = [Text(run("a")), Text(run("b"))]
+    lines = [Text(run("a")), Text(run("b")), *keyed_lines((k, result[k]) for k in ("offsets",) if k in result)]
+
     if result["config_differences"]:
         lines.append(Text("configs differ (A | B): " + "; ".join(
             f"{k}: {spelled(v['a'])} | {spelled(v['b'])}" for k, v in result["config_differences"].items())))

@@ -13,7 +13,9 @@ import pytest
 
 from harness.changes import Change, changes
 from harness.itf import Bool, ById, Enum, IdSet, Seq, counted, type_of_annotation
+from harness.present import offset_convention, violation_lines
 from harness.registry import load_spec
+from harness.result import Violation
 from harness.trace import Outcome, read_trace, write_trace
 from tests.test_presentation import COUNTEREXAMPLES, harness
 
@@ -167,3 +169,24 @@ def test_diff_compares_one_preset_under_two_variants(tmp_path):
     assert "first difference at step" in p.stdout
     j = json.loads(harness("diff", a.path, b, "--json").stdout)
     assert j["config_differences"] == {"completion": {"a": "kafka", "b": "seed"}} and not j["identical"]
+
+
+# ------------------------------------------------------------------------- one offset convention on screen
+
+def test_replication_views_name_their_1_based_offsets_and_kafka_views_need_no_label():
+    replication = next(p for p in COUNTEREXAMPLES if p.name.startswith("replication-p1-"))
+    lines = harness("show", replication).stdout.splitlines()
+    assert lines[1].startswith("offsets: 1-based as in the TLA+ specification (Kafka's are 0-based")
+    assert all(f in lines[1] for f in ("hwm", "leo", "fetch_offset", "partition_leso"))
+    assert json.loads(harness("show", replication, "--json").stdout)["offsets"] == lines[1].removeprefix("offsets: ")
+    assert harness("diff", replication, replication).stdout.splitlines()[2] == lines[1]
+    trace = read_trace(replication)
+    v = Violation(trace.outcome, trace.states, trace.actions, trace_path="t.itf.json")
+    assert str(violation_lines(trace.model, [v])[0]) == lines[1]  # check's inline trace
+    kraft = next(p for p in COUNTEREXAMPLES if p.name.startswith("kraft-"))
+    assert "offsets:" not in harness("show", kraft).stdout and offset_convention(read_trace(kraft).model) is None
+
+
+def test_an_offset_converts_to_kafkas_convention():
+    from specs.replication.state import EMPTY_DATA, OFFSET, OFFSET_OR_NIL
+    assert (OFFSET.kafka(EMPTY_DATA.leo), OFFSET.kafka(3), OFFSET_OR_NIL.kafka(0)) == (0, 2, None)
