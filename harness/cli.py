@@ -30,7 +30,6 @@ from harness.files import check_writable_dir, path_problem, write_atomic
 from harness.errors import BadInput, LimitReached
 from harness.interrupt import Interrupted
 from harness.itf import counted, spelled
-
 from harness.model import VIEW_KEEP
 
 
@@ -87,7 +86,6 @@ def list_cmd(as_json: bool) -> None:
         out.print(f"[bold]{name}[/bold]")
         out.print(f"  configs:    {', '.join(d['configs'])}")
         out.print("  variants:   " + (", ".join(f"{k}={'/'.join(map(spelled, v))}" for k, v in d["variants"].items()) or "-"))
-
         out.print(f"  rules:      {', '.join(d['rules'])}")
         out.print(f"  invariants: {', '.join(d['invariants'])}")
         out.print(f"  liveness:   {', '.join(d['liveness']) or '-'}")
@@ -377,7 +375,6 @@ def _print_result(model, result) -> None:
 
         for i, run in enumerate(same_runs(result.violations)):  # on stdout: each trace inline, its VIOLATION lines last
             _print_lines(([Text("")] if i else []) + violation_lines(model, run))
-
     elif result.engine == "z3":
         out.print(f"[green]no violation[/green] of {', '.join(result.stats['properties'])} within {result.stats['depth']} "
                   "abstract steps" + ("" if result.complete else " examined (incomplete: see the warning)"))
@@ -446,7 +443,6 @@ def diff_cmd(trace_a: str, trace_b: str, as_json: bool) -> None:
     """Compare two traces of one spec: where they first differ (step, both actions, the fields that differ),
     their lengths and outcomes, and what differs in their configs (the same preset under two variants or
     mutations). Exit 0 if identical, 1 if they differ, 2 if not comparable (two specs)."""
-
     from harness.present import compare, compare_lines
     from harness.trace import read_trace
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from harness.engines import bfs
 from harness.itf import counted
 from harness.model import Action, Spec
-
 from harness.registry import load_spec, spec_names
 from harness.trace import trace_filename, write_trace
 

@@ -54,8 +54,6 @@ def counted(n: int, noun: str) -> str:
 
 
 def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-
-
     """`text` cut to `limit` characters, with every unprintable character escaped: safe to print as one line."""
     cut = text if len(text) <= limit else text[: limit - 3] + "..."
     return UNPRINTABLE.sub(lambda m: ascii(m.group())[1:-1], cut)
@@ -169,7 +167,6 @@ class Offset(Int):
 
 
 class Enum(ItfType):
-
     """A coded field with named values (a broker status, a role, an entry kind): the state holds the
     code 0..n-1, a trace holds the name as an ITF string. Unpacking gives the codes, so a spec writes
     `OFFLINE, CRASHED = BROKER_STATUS = Enum("OFFLINE", "CRASHED")` and its rules compare ints."""

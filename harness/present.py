@@ -151,7 +151,6 @@ def run_closing(model: Model, states: list[tuple], loop: int | None, outcomes: l
     """The closing lines of a run: lasso, notes, then each property's statement and the reason (a run
     may violate several: one state breaking two invariants)."""
     closing = []
-
     lasso = lasso_text(model, states, loop)
     if lasso:
         closing.append(("lasso", lasso))
@@ -190,7 +189,6 @@ def _cti_value(v: Any) -> str:
     if isinstance(v, list):
         return "{" + ",".join(map(str, v)) + "}"
     return spelled(v)
-
 
 
 def cti_view(cti: Cti) -> View:
@@ -348,7 +346,6 @@ def view_json(view: View, sel: Selection) -> dict:
         if step.note:
             entry["note"] = step.note
         entry["changes"] = [c.to_json() for c in step.edits if sel.keep(c.address)]
-
         if sel.whole(step):
             entry["state"] = {p: v for p, v in step.fields.items() if sel.keep(p)}
         steps.append(entry)
@@ -382,7 +379,7 @@ def violation_lines(model: Model, run: list) -> list[Text]:
     named = {v.outcome.property for v in run}
     others = [p for p in guarded(lambda: model.violated(first.states[-1])) or [] if p not in named]
     also = [Text.assemble(("also violated", "bold"), f" in state {first.depth}: {', '.join(others)} "
-                          "(the search stopped at the first; --continue writes a trace for each)")] if others else []
+                          "(the engine reported the first: no trace of their own)")] if others else []
     lasso = ", lasso" if first.loop is not None else ""
     ends = []
     for v in run:
@@ -390,7 +387,6 @@ def violation_lines(model: Model, run: list) -> list[Text]:
         ends += [Text.assemble(("VIOLATION", "bold red"), f" {prop} ({counted(v.depth, 'step')}{lasso}): {v.trace_path}"),
                  Text(replay_command(v.trace_path))]
     return [*keyed_lines(view.legend), *step_lines(view, Selection(initial=False)), *closing_lines(view), *also, *ends]
-
 
 
 def violation_json(model: Model, violation) -> dict:
@@ -444,9 +440,7 @@ def compare_lines(result: dict) -> list[Text]:
         loop = f", loop at {r['loop']}" if r["loop"] is not None else ""
         return f"{side.upper()}: {r['file']}  ({counted(r['length'], 'step')}, {what}{loop}, engine {r['engine']})"
 
-
     lines = [Text(run("a")), Text(run("b")), *keyed_lines((k, result[k]) for k in ("offsets",) if k in result)]
-
     if result["config_differences"]:
         lines.append(Text("configs differ (A | B): " + "; ".join(
             f"{k}: {spelled(v['a'])} | {spelled(v['b'])}" for k, v in result["config_differences"].items())))
@@ -455,7 +449,6 @@ def compare_lines(result: dict) -> list[Text]:
         lines.append(Text("identical: the same actions, states and outcome", "green"))
     elif first is None:
         lines.append(Text("the same actions and states; the configs, outcomes or loops differ (see above)", "yellow"))
-
     else:
         lines.append(Text(f"first difference at step {first}:", "bold"))
         for side in ("a", "b"):
@@ -464,7 +457,6 @@ def compare_lines(result: dict) -> list[Text]:
         if result["fields"]:
             lines.append(Text(f"fields that differ in state {first} (A -> B; `- x`: only in A, `+ x`: only in B):", "bold"))
             lines += [Text("  " + Change(f["field"], f["change"], f["a"], f["b"], f["index"]).text()) for f in result["fields"]]
-
         elif None not in result["actions"].values():
             lines.append(Text(f"state {first} is the same on both sides (different actions, same result)"))
     return lines
@@ -536,7 +528,6 @@ def describe_lines(d: dict) -> list[Text]:
     for p in d["params"]:
         allowed = f"; allowed {p['allowed']}" if p["allowed"] else ""
         lines.append(Text(f"  {p['name']} = {spelled(p['value'])}  - {p['doc']}{allowed}"))
-
     lines.append(section("variants"))
     for v in d["variants"]:
         choices = "/".join(map(spelled, v["choices"]))

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from harness.itf import counted
 from harness.model import Model
-
 from harness.trace import Trace, earlier_violations
 
 

@@ -190,3 +190,12 @@ def test_replication_views_name_their_1_based_offsets_and_kafka_views_need_no_la
 def test_an_offset_converts_to_kafkas_convention():
     from specs.replication.state import EMPTY_DATA, OFFSET, OFFSET_OR_NIL
     assert (OFFSET.kafka(EMPTY_DATA.leo), OFFSET.kafka(3), OFFSET_OR_NIL.kafka(0)) == (0, 2, None)
+
+
+def test_a_violation_names_the_other_invariants_its_last_state_breaks():
+    """An engine that stops at one property (Hypothesis, Z3) still says what else the state breaks."""
+    trace = read_trace(next(p for p in COUNTEREXAMPLES if p.name == "example-ci-hwm_ignores_isr-CommittedOnIsr.itf.json"))
+    v = Violation(trace.outcome, trace.states, trace.actions, trace_path="t.itf.json")
+    lines = [str(line) for line in violation_lines(trace.model, [v])]
+    assert f"also violated in state {v.depth}: CommittedOnMinIsr (the engine reported the first: no trace of their own)" in lines
+    assert [line for line in lines if line.startswith("VIOLATION")] == ["VIOLATION CommittedOnIsr (2 steps): t.itf.json"]

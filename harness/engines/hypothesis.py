@@ -46,7 +46,6 @@ except ImportError:  # pragma: no cover
 from harness.engines import guided
 from harness.itf import counted
 from harness.model import Model
-
 from harness.result import CheckResult, Violation
 from harness.trace import Outcome
 
