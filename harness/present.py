@@ -268,21 +268,23 @@ def selection(view: View, step: int | None = None, patterns: Iterable[str] = (),
 
 
 def field_lines(step: Step, sel: Selection) -> list[tuple[str, bool]]:
-    """(line, whether it is a change) of the fields a selection prints for one step: the whole state, each
-    changed leaf as `path: before -> after`, or the changes alone, elements of a list as `+ x` / `- x`."""
-    if sel.whole(step):
-        rows = [(p, _field_text(p, v, step.changes[p][0] if p in step.changes else None), p in step.changes)
-                for p, v in step.fields.items()]
-        rows += [(p, _field_text(p, after, before), True) for p, (before, after) in step.changes.items() if p not in step.fields]
-    else:
+    """(line, whether it is a change) of the fields a selection prints for one step: the changes alone, an
+    element of a list as `+ x` / `- x`; or the whole state, a value the step replaced as `path: before ->
+    after`, the fields of an element it added marked as changed, and last what it removed."""
+    if not sel.whole(step):
         rows = [(c.address, c.text(), True) for c in step.edits]
+    else:
+        replaced = {c.path: c for c in step.edits if c.kind == "set"}
+        added = tuple(c.address for c in step.edits if c.kind == "add")
+        rows = [(p, replaced[p].text() if p in replaced else f"{p} = {v}",
+                 p in replaced or any(p.startswith(a) and p[len(a):len(a) + 1] in ("", ".", "[") for a in added))
+                for p, v in step.fields.items()]
+        rows += [(c.address, c.text(), True) for c in step.edits
+                 if c.kind == "remove" or (c.kind == "set" and c.path not in step.fields)]
     return [(text, changed) for path, text, changed in rows if sel.keep(path)]
 
 
 # ------------------------------------------------------------------------------------ rendering
-
-def _field_text(path: str, value: str, before: str | None) -> str:
-    return Change(path, "set", before, value).text() if before is not None else f"{path} = {value}"
 
 
 def step_lines(view: View, sel: Selection) -> list[Text]:

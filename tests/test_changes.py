@@ -199,3 +199,15 @@ def test_a_violation_names_the_other_invariants_its_last_state_breaks():
     lines = [str(line) for line in violation_lines(trace.model, [v])]
     assert f"also violated in state {v.depth}: CommittedOnMinIsr (the engine reported the first: no trace of their own)" in lines
     assert [line for line in lines if line.startswith("VIOLATION")] == ["VIOLATION CommittedOnIsr (2 steps): t.itf.json"]
+
+
+def test_a_whole_state_marks_elements_not_shifted_leaves():
+    """`--step N` prints the whole state; a request consumed from an inbox is one `-` line, not every field
+    of the requests behind it rewritten and the last one gone."""
+    zk = next(p for p in COUNTEREXAMPLES if p.name.startswith("zk-kafka-cancel-failover-"))
+    trace = read_trace(zk)
+    step = next(i for i in range(1, len(trace.states))
+                if any(c.kind == "remove" for c in changes(trace.model.schema, trace.states[i - 1], trace.states[i]))
+                and len(trace.states[i - 1].brokers[1].inbox) > 1)
+    out = harness("show", zk, "--step", step, "--fields", "brokers[*].inbox").stdout
+    assert "(absent)" not in out and re.search(r"^  brokers\[\d\]\.inbox\[0\]: - LEADER_AND_ISR\(", out, re.M)
