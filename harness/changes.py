@@ -1,13 +1,13 @@
 """What an action changed, element by element: the one comparison `show`, `diff`, `check`'s inline trace
 (harness/present.py) and the explorer read.
 
-Two states of one schema are walked together: records and maps field by field, plain values compared whole
-(a log of epochs, a replica list: short, and read best whole), and sequences of records by element, so that a broker's inbox that gains one request reads as
-`brokers[2].inbox[1]: + LeaderAndIsr(...)` and not as the whole inbox before and after. Sequences are
-matched with difflib's SequenceMatcher (the longest matching blocks, as `diff` does); a sequence declared
-unordered (a set or bag of messages kept sorted) by multiset difference, since its positions mean nothing.
-Where an ordered sequence keeps its length and one element changes in place (kip435's partition list, a
-record of a log rewritten), the change is followed into the element, field by field.
+Two states of one schema are walked together: records and maps field by field, plain values whole (a log
+of epochs, a replica list: short, and read best whole), and lists of records by element, so that a
+broker's inbox that gains one request reads `brokers[2].inbox[1]: + LEADER_AND_ISR(...)`, not the whole
+inbox before and after. Lists are matched with difflib's SequenceMatcher (the longest matching blocks, as
+`diff` does); a list declared unordered (a set or bag of messages kept sorted) by multiset difference,
+since its positions mean nothing. Where a list keeps its length and an element changes in place (kip435's
+partitions, a log record rewritten), the change is followed into that element, field by field.
 """
 
 from __future__ import annotations
