@@ -530,6 +530,7 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_dir, max
 def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth, out_dir, as_json) -> None:
     """Prove SPEC's properties inductive with Z3 for up to N brokers; print CTIs with their reachability."""
     from harness.engines import z3prove
+    from harness.present import cti_values
     from harness.registry import load_spec
 
     spec = load_spec(spec_name)
@@ -548,9 +549,10 @@ def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth,
         out.print(f"{verdict} {', '.join(result['properties'])} for 1..{brokers} brokers: "
                   f"{result['checks']} checks in {result['seconds']} s")
         for cti in result["ctis"]:
-            out.print(f"CTI {cti['rule']} breaks {cti['property']} ({cti['brokers']} brokers): {cti['reachability']}")
-            out.print(f"  pre:  {cti['pre']}")
-            out.print(f"  post: {cti['post']}  params {cti['params']}  -> {cti['file']}")
+            out.print(Text(f"CTI {cti['rule']} breaks {cti['property']} ({counted(cti['brokers'], 'broker')}): "
+                           f"{cti['reachability']}"))
+            out.print(Text(f"  pre:  {cti_values(cti['pre'])}"))
+            out.print(Text(f"  post: {cti_values(cti['post'])}  params {cti_values(cti['params'])}  -> {cti['file']}"))
     sys.exit(0 if result["proved"] else 1)
 
 

@@ -188,13 +188,20 @@ def trace_view(trace: Trace) -> View:
 def _cti_value(v: Any) -> str:
     if isinstance(v, list):
         return "{" + ",".join(map(str, v)) + "}"
+    if isinstance(v, dict):  # `prove`'s reading of a field packing one set per broker
+        return "{" + ", ".join(f"{k}:{_cti_value(x)}" for k, x in v.items()) + "}"
     return spelled(v)
+
+
+def cti_values(values: dict) -> str:
+    """A symbolic state or a rule's parameters as `name=value, ...`: sets as {..}, booleans true/false."""
+    return ", ".join(f"{k}={_cti_value(v)}" for k, v in values.items())
 
 
 def cti_view(cti: Cti) -> View:
     meta = cti.meta
     pre, post = ({k: _cti_value(v) for k, v in s.items()} for s in cti.states)
-    label = f"{cti.rule}(" + ", ".join(f"{k}={_cti_value(v)}" for k, v in meta["params"].items()) + ")"
+    label = f"{cti.rule}({cti_values(meta['params'])})"
     changed = {k: (pre[k], post[k]) for k in cti.vars if pre[k] != post[k]}
     steps = [Step(0, "pre-state", fields=pre, note="the properties hold"),
              Step(1, label, cti.rule, dict(meta["params"]), post, changed,
@@ -203,7 +210,7 @@ def cti_view(cti: Cti) -> View:
     header = {"kind": "cti", "file": cti.path, "spec": cti.spec.name, "mutation": meta.get("mutation", "none"),
               "rule": cti.rule, "property": cti.property, "brokers": meta["brokers"], "params": meta["params"],
               "reachability": meta["reachability"], "reachable_depth": meta.get("reachable_depth")}
-    title = (f"{cti.spec.name}  counterexample to induction ({meta['brokers']} brokers, symbolic state)  "
+    title = (f"{cti.spec.name}  counterexample to induction ({counted(meta['brokers'], 'broker')}, symbolic state)  "
              f"mutation={header['mutation']}  rule={cti.rule}  breaks {cti.property}")
     closing = [("reachability", meta["reachability"])]
     if statement:

@@ -211,3 +211,11 @@ def test_a_whole_state_marks_elements_not_shifted_leaves():
                 and len(trace.states[i - 1].brokers[1].inbox) > 1)
     out = harness("show", zk, "--step", step, "--fields", "brokers[*].inbox").stdout
     assert "(absent)" not in out and re.search(r"^  brokers\[\d\]\.inbox\[0\]: - LEADER_AND_ISR\(", out, re.M)
+
+
+def test_prove_prints_a_cti_in_the_same_spelling(tmp_path):
+    p = harness("prove", "kraft", "--mutation", "keep_removing_in_isr", "--property", "IsrSubsetOfReplicas", "--brokers", 1,
+                "--out", tmp_path)
+    assert p.returncode == 1, p.stderr
+    assert "(1 broker)" in p.stdout and re.search(r"^  pre:  \w+=", p.stdout, re.M)
+    assert not re.search(r"\b(True|False)\b|'", p.stdout)  # no Python reprs
