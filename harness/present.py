@@ -82,7 +82,7 @@ def offset_convention(model: Model) -> str | None:
     base = fields[0][1].base
     names = ", ".join(dict.fromkeys(name for name, _ in fields))
     return (f"{base}-based as in the TLA+ specification (Kafka's are 0-based: Kafka's offset is {base} less, "
-            f"an empty log's LEO is {base} here): {names}")
+            f"an empty log's LEO is {base} here): {names}; a position in brackets (`log[0]`) counts from 0")
 
 
 def legend(model: Model) -> list[tuple[str, str]]:
