@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from harness.itf import ById, ItfType, Record, Seq
 
@@ -50,6 +50,17 @@ class Change:
 def changes(schema: ItfType, before: Any, after: Any, path: str = "") -> list[Change]:
     """Every change from `before` to `after` (two values of `schema`), in field order."""
     return list(_walk(schema, before, after, path))
+
+
+def by_path(edits: Iterable[Change]) -> dict[str, tuple[str, str]]:
+    """Changes as {path: (before, after)}, as tables read them (the explorer's, replay's differences): an
+    element added or removed is (absent) on the other side; one removed and one added at a position read
+    as that position's before and after."""
+    table: dict[str, tuple[str, str]] = {}
+    for c in edits:
+        before, after = table.get(c.address, (ABSENT, ABSENT))
+        table[c.address] = (before if c.before is None else c.before, after if c.after is None else c.after)
+    return table
 
 
 def _walk(t: ItfType, a: Any, b: Any, path: str) -> Iterator[Change]:

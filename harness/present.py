@@ -24,11 +24,10 @@ from rich.cells import cell_len
 from rich.table import Column, Table
 from rich.text import Text
 
-from harness.changes import Change, changes
+from harness.changes import Change, by_path, changes
 from harness.errors import BadInput
 from harness.itf import ById, ItfType, Offset, Record, Seq, Tup, counted, shown, spelled
 from harness.model import Model, Spec, config_digest, config_to_dict, range_text, variant_of
-from harness.replay import diff_states
 from harness.trace import Cti, Trace, outcome_document
 
 REPOSITORY = Path(__file__).resolve().parents[1]  # docs/ beside the packages (an editable install, a clone)
@@ -41,9 +40,13 @@ class Step:
     rule: str | None = None
     params: dict = field(default_factory=dict)  # raw parameters, as replay reads them
     fields: dict[str, str] = field(default_factory=dict)  # every field of the state: path -> value as shown
-    changes: dict[str, tuple[str, str]] = field(default_factory=dict)  # leaf path -> (before, after) the action
     edits: list[Change] = field(default_factory=list)  # what the action changed, by element (harness/changes.py)
     note: str = ""  # "loop starts here", ...
+
+    @property
+    def changes(self) -> dict[str, tuple[str, str]]:
+        """The edits as {path: (before, after)}, as the explorer's table reads them."""
+        return by_path(self.edits)
 
 
 @dataclass
@@ -98,7 +101,6 @@ def run_steps(model: Model, states: list[tuple], actions: list, loop: int | None
         step = Step(i, "init") if action is None else Step(i, model.format_action(action), action.rule, dict(action.params))
         step.fields = dict(model.schema.leaves(state, ""))
         if i:
-            step.changes = diff_states(model, states[i - 1], state)
             step.edits = changes(model.schema, states[i - 1], state)
         steps.append(step)
     if loop is not None and 0 <= loop < len(steps):
@@ -202,10 +204,10 @@ def cti_view(cti: Cti) -> View:
     meta = cti.meta
     pre, post = ({k: _cti_value(v) for k, v in s.items()} for s in cti.states)
     label = f"{cti.rule}({cti_values(meta['params'])})"
-    changed = {k: (pre[k], post[k]) for k in cti.vars if pre[k] != post[k]}
     steps = [Step(0, "pre-state", fields=pre, note="the properties hold"),
-             Step(1, label, cti.rule, dict(meta["params"]), post, changed,
-                  [Change(k, "set", b, a) for k, (b, a) in changed.items()], note=f"post-state: breaks {cti.property}")]
+             Step(1, label, cti.rule, dict(meta["params"]), post,
+                  [Change(k, "set", pre[k], post[k]) for k in cti.vars if pre[k] != post[k]],
+                  note=f"post-state: breaks {cti.property}")]
     statement = folded(cti.spec.invariant_docs.get(cti.property, ""))
     header = {"kind": "cti", "file": cti.path, "spec": cti.spec.name, "mutation": meta.get("mutation", "none"),
               "rule": cti.rule, "property": cti.property, "brokers": meta["brokers"], "params": meta["params"],

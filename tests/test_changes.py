@@ -13,7 +13,8 @@ import pytest
 
 from harness.changes import Change, changes
 from harness.itf import Bool, ById, Enum, IdSet, Seq, counted, type_of_annotation
-from harness.present import offset_convention, violation_lines
+from harness.present import offset_convention, trace_view, violation_lines
+from harness.replay import diff_states
 from harness.registry import load_spec
 from harness.result import Violation
 from harness.trace import Outcome, read_trace, write_trace
@@ -219,3 +220,15 @@ def test_prove_prints_a_cti_in_the_same_spelling(tmp_path):
     assert p.returncode == 1, p.stderr
     assert "(1 broker)" in p.stdout and re.search(r"^  pre:  \w+=", p.stdout, re.M)
     assert not re.search(r"\b(True|False)\b|'", p.stdout)  # no Python reprs
+
+
+def test_the_explorer_and_replay_read_the_same_changes_by_path():
+    """`Step.changes` (the explorer's table) and replay's differences are `show`'s changes by path: a request
+    sent is one entry, absent before."""
+    zk = read_trace(next(p for p in COUNTEREXAMPLES if p.name.startswith("zk-kafka-cancel-failover-")))
+    steps = trace_view(zk).steps
+    step = next(s for s in steps if any(c.kind == "add" for c in s.edits))
+    added = next(c for c in step.edits if c.kind == "add")
+    assert step.changes[added.address] == ("(absent)", added.after)
+    assert step.changes == diff_states(zk.model, zk.states[step.index - 1], zk.states[step.index])
+    assert not any(path.startswith(added.address + ".") for path in step.changes)  # not field by field
