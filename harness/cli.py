@@ -29,6 +29,7 @@ from harness import interrupt, streams
 from harness.files import check_writable_dir, path_problem, write_atomic
 from harness.errors import BadInput, LimitReached
 from harness.interrupt import Interrupted
+from harness.itf import counted, spelled
 from harness.model import VIEW_KEEP
 
 
@@ -84,7 +85,7 @@ def list_cmd(as_json: bool) -> None:
     for name, d in data.items():
         out.print(f"[bold]{name}[/bold]")
         out.print(f"  configs:    {', '.join(d['configs'])}")
-        out.print("  variants:   " + (", ".join(f"{k}={'/'.join(map(str, v))}" for k, v in d["variants"].items()) or "-"))
+        out.print("  variants:   " + (", ".join(f"{k}={'/'.join(map(spelled, v))}" for k, v in d["variants"].items()) or "-"))
         out.print(f"  rules:      {', '.join(d['rules'])}")
         out.print(f"  invariants: {', '.join(d['invariants'])}")
         out.print(f"  liveness:   {', '.join(d['liveness']) or '-'}")
@@ -271,7 +272,7 @@ def _header(model, engine: str, seed: int | None) -> str:
     """What is being checked: spec, config, every variant (defaults included), mutation, engine, seed."""
     from harness.model import preset_of, variant_of
 
-    variants = " ".join(f"{k}={v}" for k, v in variant_of(model.spec, model.config).items()) or "-"
+    variants = " ".join(f"{k}={spelled(v)}" for k, v in variant_of(model.spec, model.config).items()) or "-"
     return (f"{model.name} config={preset_of(model.config) or '(defaults)'} variants: {variants} "
             f"mutation={model.config.mutation} engine={engine}" + ("" if seed is None else f" seed={seed}"))
 
@@ -336,7 +337,7 @@ def _print_result(model, result) -> None:
         bits = [f"{s['states']:,} states", f"{s['edges']:,} edges", f"{s['sccs']:,} SCCs", f"{s['terminal_states']:,} terminal",
                 f"depth {s['depth']}", f"{s['seconds']:.2f} s"]
         for name, r in s.get("liveness", {}).items():
-            verdict = "holds" if r["holds"] else f"FAILS (lasso of {r['lasso_length']} steps, loop at {r['loop_start']})"
+            verdict = "holds" if r["holds"] else f"FAILS (lasso of {counted(r['lasso_length'], 'step')}, loop at {r['loop_start']})"
             if name in model.spec.expected_liveness_failures(model.config):  # declared: say so either way
                 verdict += " - an expected failure here" if not r["holds"] else \
                     " - declared an expected failure here: it no longer reproduces"
@@ -373,15 +374,16 @@ def _print_result(model, result) -> None:
     for w in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {w}")
     if result.violations:
-        from harness.present import violation_lines
+        from harness.present import same_runs, violation_lines
 
         from harness.check import expectation
 
-        for i, v in enumerate(result.violations):  # on stdout: each trace inline, its VIOLATION line last
-            _print_lines(([Text("")] if i else []) + violation_lines(model, v))
-            if declared := expectation(model, v):  # exit 1 still: JSON's `expected` tells a wrapper apart
-                out.print(Text.assemble(("expected violation", "bold yellow"),
-                                        f": declared at config {declared['preset']} ({declared['source']}): {declared['why']}"))
+        for i, run in enumerate(same_runs(result.violations)):  # on stdout: each trace inline, its VIOLATION lines last
+            _print_lines(([Text("")] if i else []) + violation_lines(model, run))
+            for v in run:
+                if declared := expectation(model, v):  # exit 1 still: JSON's `expected` tells a wrapper apart
+                    out.print(Text.assemble(("expected violation", "bold yellow"),
+                                            f": declared at config {declared['preset']} ({declared['source']}): {declared['why']}"))
     elif result.engine == "z3":
         out.print(f"[green]no violation[/green] of {', '.join(result.stats['properties'])} within {result.stats['depth']} "
                   "abstract steps" + ("" if result.complete else " examined (incomplete: see the warning)"))
@@ -447,8 +449,9 @@ def _print_lines(lines) -> None:
 @click.argument("trace_b", metavar="B")
 @click.option("--json", "as_json", is_flag=True)
 def diff_cmd(trace_a: str, trace_b: str, as_json: bool) -> None:
-    """Compare two traces of one spec and config: where they first differ (step, both actions, the fields
-    that differ), their lengths and outcomes. Exit 0 if identical, 1 if they differ, 2 if not comparable."""
+    """Compare two traces of one spec: where they first differ (step, both actions, the fields that differ),
+    their lengths and outcomes, and what differs in their configs (the same preset under two variants or
+    mutations). Exit 0 if identical, 1 if they differ, 2 if not comparable (two specs)."""
     from harness.present import compare, compare_lines
     from harness.trace import read_trace
 
@@ -536,6 +539,7 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_dir, max
 def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth, out_dir, as_json) -> None:
     """Prove SPEC's properties inductive with Z3 for up to N brokers; print CTIs with their reachability."""
     from harness.engines import z3prove
+    from harness.present import cti_values
     from harness.registry import load_spec
 
     spec = load_spec(spec_name)
@@ -554,9 +558,10 @@ def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth,
         out.print(f"{verdict} {', '.join(result['properties'])} for 1..{brokers} brokers: "
                   f"{result['checks']} checks in {result['seconds']} s")
         for cti in result["ctis"]:
-            out.print(f"CTI {cti['rule']} breaks {cti['property']} ({cti['brokers']} brokers): {cti['reachability']}")
-            out.print(Text(f"  pre:  {cti['fields']['pre']}"))  # the spec's field names (`show FILE` reads them)
-            out.print(Text(f"  post: {cti['fields']['post']}  params {cti['params']}  -> {cti['file']}"))
+            out.print(Text(f"CTI {cti['rule']} breaks {cti['property']} ({counted(cti['brokers'], 'broker')}): "
+                           f"{cti['reachability']}"))
+            out.print(Text(f"  pre:  {cti_values(cti['fields']['pre'])}"))  # the spec's field names (`show FILE` reads them)
+            out.print(Text(f"  post: {cti_values(cti['fields']['post'])}  params {cti_values(cti['params'])}  -> {cti['file']}"))
     sys.exit(0 if result["proved"] else 1)
 
 

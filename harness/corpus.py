@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.engines import bfs
 from harness.errors import BadInput
+from harness.itf import counted
 from harness.model import Action, Spec
 from harness.registry import load_spec, spec_names
 from harness.trace import trace_filename, write_trace
@@ -125,5 +126,5 @@ def regenerate(out: Path, names: list[str] | None = None, echo=print) -> list[st
         path = out / trace_filename(model, v.outcome, "bfs")
         extra = {"why": case.why, **({"note": v.note} if v.note else {})}
         write_trace(path, model, v.states, v.actions, v.outcome, result.engine, 0, v.loop, extra)
-        echo(f"{case.label}: {v.outcome.property} in {len(v.states) - 1} steps -> {path}")
+        echo(f"{case.label}: {v.outcome.property} in {counted(len(v.states) - 1, 'step')} -> {path}")
     return survivors

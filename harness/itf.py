@@ -43,6 +43,16 @@ _short_repr = _ShortRepr()
 _short_repr.maxlevel, _short_repr.maxstring, _short_repr.maxother = 2, MAX_SHOWN_CHARS, MAX_SHOWN_CHARS
 
 
+def spelled(value: Any) -> str:
+    """A value as text, booleans as users type them in `--set` (true/false), everywhere the harness prints one."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 step`, `3 steps`: a count with its noun (regular plurals: the harness counts steps, states, runs)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     """`text` cut to `limit` characters, with every unprintable character escaped: safe to print as one line."""
     cut = text if len(text) <= limit else text[: limit - 3] + "..."
@@ -133,6 +143,27 @@ class Bool(ItfType):
     def validate(self, v: Any, where: str) -> None:
         if not isinstance(v, bool):
             raise TypeError(f"{where}: expected a bool, got {v!r}")
+
+    def show(self, v: bool) -> str:
+        return spelled(v)
+
+
+class Offset(Int):
+    """A log offset: a record's, a log end offset (LEO), a high watermark, a fetch offset. `base` is the
+    first record's offset in the spec's convention: 0 as in Kafka, 1 where a spec follows a 1-based TLA+
+    specification. Values are kept and shown as the spec has them, so that states read as its source (and
+    TLC) does; every view of such a spec names the convention (harness/present.py `offset_convention`),
+    and `kafka` gives Kafka's number for a view that converts. `nil` stands for no offset."""
+
+    name = "offset"
+
+    def __init__(self, base: int = 0, nil: int | None = None) -> None:
+        super().__init__()
+        self.base, self.nil = base, nil
+
+    def kafka(self, v: int) -> int | None:
+        """The offset in Kafka's convention (the first record at 0); None for `nil`."""
+        return None if v == self.nil else v - self.base
 
 
 class Enum(ItfType):
@@ -225,11 +256,13 @@ class IdSet(ItfType):
 
 
 class Seq(ItfType):
-    """A sequence (Python tuple, ITF JSON list)."""
+    """A sequence (Python tuple, ITF JSON list). `unordered`: a set or bag kept as a sorted tuple (a
+    network's messages), whose positions mean nothing: changes to it are shown by multiset difference
+    (harness/changes.py); the trace format is the same."""
 
-    def __init__(self, item: "ItfType | type") -> None:
-        self.item = type_of_annotation(item)
-        self.name = f"seq of {self.item.name}"
+    def __init__(self, item: "ItfType | type", unordered: bool = False) -> None:
+        self.item, self.unordered = type_of_annotation(item), unordered
+        self.name = f"{'bag' if unordered else 'seq'} of {self.item.name}"
 
     def to_itf(self, v: tuple) -> list:
         return [self.item.to_itf(x) for x in v]
@@ -252,6 +285,15 @@ class Seq(ItfType):
 
     def show(self, v: tuple) -> str:
         return "[" + ",".join(self.item.show(x) for x in v) + "]"
+
+    def leaves(self, v: tuple, path: str) -> Iterator[tuple[str, str]]:
+        """Records inside are opened (`partitions[0].isr`, `brokers[2].inbox[0].kind`) so that `--fields`
+        reaches them; a sequence of plain values (a log of epochs) is one leaf, as is an empty one."""
+        if not v or not isinstance(self.item, Record):
+            yield path, self.show(v)
+            return
+        for i, x in enumerate(v):
+            yield from self.item.leaves(x, f"{path}[{i}]")
 
 
 class Tup(ItfType):
@@ -350,7 +392,13 @@ class Record(ItfType):
             t.validate(x, f"{where}.{k}")
 
     def show(self, v: tuple) -> str:
-        return "(" + ", ".join(f"{k}={t.show(x)}" for (k, t), x in zip(self.fields.items(), v)) + ")"
+        """`Name(field=value, ...)`; a record whose first field is a coded `kind` is named by it, as Kafka
+        names its requests (`LeaderAndIsr(ctrl_epoch=2, ...)` rather than `Request(kind=LeaderAndIsr, ...)`)."""
+        items = list(zip(self.fields.items(), v))
+        name = self.name
+        if items and items[0][0][0] == "kind" and isinstance(items[0][0][1], Enum):
+            name, items = items[0][0][1].show(items[0][1]), items[1:]
+        return name + "(" + ", ".join(f"{k}={t.show(x)}" for (k, t), x in items) + ")"
 
     def leaves(self, v: tuple, path: str) -> Iterator[tuple[str, str]]:
         for (k, t), x in zip(self.fields.items(), v):

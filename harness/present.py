@@ -18,16 +18,16 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from rich.cells import cell_len
 from rich.table import Column, Table
 from rich.text import Text
 
+from harness.changes import Change, by_path, changes
 from harness.errors import BadInput
-from harness.itf import shown
+from harness.itf import ById, ItfType, Offset, Record, Seq, Tup, counted, shown, spelled
 from harness.model import Model, Spec, config_digest, config_to_dict, range_text, variant_of
-from harness.replay import diff_states
 from harness.trace import Cti, Trace, outcome_document
 
 REPOSITORY = Path(__file__).resolve().parents[1]  # docs/ beside the packages (an editable install, a clone)
@@ -40,8 +40,13 @@ class Step:
     rule: str | None = None
     params: dict = field(default_factory=dict)  # raw parameters, as replay reads them
     fields: dict[str, str] = field(default_factory=dict)  # every field of the state: path -> value as shown
-    changes: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after) the action
+    edits: list[Change] = field(default_factory=list)  # what the action changed, by element (harness/changes.py)
     note: str = ""  # "loop starts here", ...
+
+    @property
+    def changes(self) -> dict[str, tuple[str, str]]:
+        """The edits as {path: (before, after)}, as the explorer's table reads them."""
+        return by_path(self.edits)
 
 
 @dataclass
@@ -51,9 +56,43 @@ class View:
     title: str  # the header line
     steps: list[Step]
     closing: list[tuple[str, str]]  # (key, text), printed last: lasso, why, note, reachability, statement, reason
+    legend: list[tuple[str, str]] = field(default_factory=list)  # (key, text), printed first: how to read values
 
 
 # ------------------------------------------------------------------------------------ building views
+
+def _offset_fields(t: ItfType, name: str = "") -> Iterator[tuple[str, Offset]]:
+    """(field name, type) of every offset in a schema, records, maps, sequences and tuples opened."""
+    if isinstance(t, Offset):
+        yield name, t
+    elif isinstance(t, Record):
+        for sub_name, sub in t.fields.items():
+            yield from _offset_fields(sub, sub_name)
+    elif isinstance(t, (Seq, ById)):
+        yield from _offset_fields(t.item, name)
+    elif isinstance(t, Tup):
+        for sub in t.items:
+            yield from _offset_fields(sub, name)
+
+
+def offset_convention(model: Model) -> str | None:
+    """The line every view of a model whose offsets are not Kafka's carries (replication's are the TLA+
+    specification's, 1-based), naming its offset fields; None where they are Kafka's (0-based). `show`,
+    `diff` and `check` print it; the explorer shows the same line."""
+    fields = [(name, t) for name, t in _offset_fields(model.schema) if t.base]
+    if not fields:
+        return None
+    base = fields[0][1].base
+    names = ", ".join(dict.fromkeys(name for name, _ in fields))
+    return (f"{base}-based as in the TLA+ specification (Kafka's are 0-based: Kafka's offset is {base} less, "
+            f"an empty log's LEO is {base} here): {names}; a position in brackets (`log[0]`) counts from 0")
+
+
+def legend(model: Model) -> list[tuple[str, str]]:
+    """How to read a model's values, printed before its steps: its offset convention where it is not Kafka's."""
+    offsets = offset_convention(model)
+    return [("offsets", offsets)] if offsets else []
+
 
 def run_steps(model: Model, states: list[tuple], actions: list, loop: int | None = None) -> list[Step]:
     """The steps of a run: each state's fields and what its action changed."""
@@ -62,7 +101,7 @@ def run_steps(model: Model, states: list[tuple], actions: list, loop: int | None
         step = Step(i, "init") if action is None else Step(i, model.format_action(action), action.rule, dict(action.params))
         step.fields = dict(model.schema.leaves(state, ""))
         if i:
-            step.changes = diff_states(model, states[i - 1], state)
+            step.edits = changes(model.schema, states[i - 1], state)
         steps.append(step)
     if loop is not None and 0 <= loop < len(steps):
         steps[loop].note = "loop starts here"
@@ -110,22 +149,24 @@ def folded(text: str) -> str:
     return " ".join(text.split())
 
 
-def run_closing(model: Model, states: list[tuple], loop: int | None, outcome: dict, extra: Iterable[tuple] = ()) -> list:
-    """The closing lines of a run: lasso, notes, then the property's statement and the reason."""
+def run_closing(model: Model, states: list[tuple], loop: int | None, outcomes: list[dict], extra: Iterable[tuple] = ()) -> list:
+    """The closing lines of a run: lasso, notes, then each property's statement and the reason (a run
+    may violate several: one state breaking two invariants)."""
     closing = []
     lasso = lasso_text(model, states, loop)
     if lasso:
         closing.append(("lasso", lasso))
     closing += [(k, v) for k, v in extra if v]
-    if outcome.get("statement"):
-        closing.append(("statement", f"{property_name(outcome['kind'], outcome.get('property'))}: {outcome['statement']}"))
-    if outcome.get("reason"):
-        closing.append(("reason", outcome["reason"]))
+    for outcome in outcomes:
+        if outcome.get("statement"):
+            closing.append(("statement", f"{property_name(outcome['kind'], outcome.get('property'))}: {outcome['statement']}"))
+        if outcome.get("reason"):
+            closing.append(("reason", outcome["reason"]))
     return closing
 
 
 def _variants_text(variant: dict) -> str:
-    return ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in variant.items()) or "-"
+    return ",".join(f"{k}={spelled(v)}" for k, v in variant.items()) or "-"
 
 
 def trace_view(trace: Trace) -> View:
@@ -140,11 +181,11 @@ def trace_view(trace: Trace) -> View:
         f"{trace.outcome.kind} {trace.outcome.property}"
     title = (f"{trace.spec.name}  config={meta.get('preset')}  variants={_variants_text(variant)}  "
              f"mutation={model.config.mutation}  engine={meta.get('engine')}  "
-             f"outcome={what} ({len(trace.states) - 1} steps{', lasso' if trace.loop is not None else ''})")
+             f"outcome={what} ({counted(len(trace.states) - 1, 'step')}{', lasso' if trace.loop is not None else ''})")
     steps = run_steps(model, trace.states, trace.actions, trace.loop)
-    closing = run_closing(model, trace.states, trace.loop, outcome, [("why", meta.get("why")), ("note", meta.get("note")),
-                                                                      ("kafka", _conformance_text(meta.get("conformance")))])
-    return View("trace", header, title, steps, closing)
+    closing = run_closing(model, trace.states, trace.loop, [outcome], [("why", meta.get("why")), ("note", meta.get("note")),
+                                                                        ("kafka", _conformance_text(meta.get("conformance")))])
+    return View("trace", header, title, steps, closing, legend(model))
 
 
 def _conformance_text(c: dict | None) -> str | None:
@@ -160,21 +201,29 @@ def _conformance_text(c: dict | None) -> str | None:
 def _cti_value(v: Any) -> str:
     if isinstance(v, list):
         return "{" + ",".join(map(str, v)) + "}"
-    return str(v)
+    if isinstance(v, dict):  # `prove`'s reading of a field packing one set per broker
+        return "{" + ", ".join(f"{k}:{_cti_value(x)}" for k, x in v.items()) + "}"
+    return spelled(v)
+
+
+def cti_values(values: dict) -> str:
+    """A symbolic state or a rule's parameters as `name=value, ...`: sets as {..}, booleans true/false."""
+    return ", ".join(f"{k}={_cti_value(v)}" for k, v in values.items())
 
 
 def cti_view(cti: Cti) -> View:
     meta = cti.meta
     pre, post = ({k: _cti_value(v) for k, v in s.items()} for s in cti.states)
-    label = f"{cti.rule}(" + ", ".join(f"{k}={_cti_value(v)}" for k, v in meta["params"].items()) + ")"
+    label = f"{cti.rule}({cti_values(meta['params'])})"
     steps = [Step(0, "pre-state", fields=pre, note="the properties hold"),
-             Step(1, label, cti.rule, dict(meta["params"]), post, {k: (pre[k], post[k]) for k in cti.vars if pre[k] != post[k]},
+             Step(1, label, cti.rule, dict(meta["params"]), post,
+                  [Change(k, "set", pre[k], post[k]) for k in cti.vars if pre[k] != post[k]],
                   note=f"post-state: breaks {cti.property}")]
     statement = folded(cti.spec.invariant_docs.get(cti.property, ""))
     header = {"kind": "cti", "file": cti.path, "spec": cti.spec.name, "mutation": meta.get("mutation", "none"),
               "rule": cti.rule, "property": cti.property, "brokers": meta["brokers"], "params": meta["params"],
               "reachability": meta["reachability"], "reachable_depth": meta.get("reachable_depth")}
-    title = (f"{cti.spec.name}  counterexample to induction ({meta['brokers']} brokers, symbolic state)  "
+    title = (f"{cti.spec.name}  counterexample to induction ({counted(meta['brokers'], 'broker')}, symbolic state)  "
              f"mutation={header['mutation']}  rule={cti.rule}  breaks {cti.property}")
     closing = [("reachability", meta["reachability"])]
     if statement:
@@ -229,7 +278,7 @@ def selection(view: View, step: int | None = None, patterns: Iterable[str] = (),
     """A checked selection: the step exists, each pattern names some field (else BadInput: exit 2)."""
     if step is not None and not 0 <= step < len(view.steps):
         raise BadInput(f"--step {step}: the trace has steps 0..{len(view.steps) - 1}")
-    paths = {p for s in view.steps for p in s.fields}
+    paths = {p for s in view.steps for p in s.fields} | {c.address for s in view.steps for c in s.edits}
     for pattern in patterns:
         matcher = field_matcher([pattern])
         if not any(matcher(p) for p in paths):
@@ -238,20 +287,24 @@ def selection(view: View, step: int | None = None, patterns: Iterable[str] = (),
     return Selection(step, field_matcher(patterns), full)
 
 
-def field_lines(step: Step, sel: Selection) -> list[tuple[str, str, str | None]]:
-    """(path, value, previous value or None) of the fields a selection prints for one step."""
-    if sel.whole(step):
-        rows = [(p, v, step.changes[p][0] if p in step.changes else None) for p, v in step.fields.items()]
-        rows += [(p, after, before) for p, (before, after) in step.changes.items() if p not in step.fields]
+def field_lines(step: Step, sel: Selection) -> list[tuple[str, bool]]:
+    """(line, whether it is a change) of the fields a selection prints for one step: the changes alone, an
+    element of a list as `+ x` / `- x`; or the whole state, a value the step replaced as `path: before ->
+    after`, the fields of an element it added marked as changed, and last what it removed."""
+    if not sel.whole(step):
+        rows = [(c.address, c.text(), True) for c in step.edits]
     else:
-        rows = [(p, after, before) for p, (before, after) in step.changes.items()]
-    return [r for r in rows if sel.keep(r[0])]
+        replaced = {c.path: c for c in step.edits if c.kind == "set"}
+        added = tuple(c.address for c in step.edits if c.kind == "add")
+        rows = [(p, replaced[p].text() if p in replaced else f"{p} = {v}",
+                 p in replaced or any(p.startswith(a) and p[len(a):len(a) + 1] in ("", ".", "[") for a in added))
+                for p, v in step.fields.items()]
+        rows += [(c.address, c.text(), True) for c in step.edits
+                 if c.kind == "remove" or (c.kind == "set" and c.path not in step.fields)]
+    return [(text, changed) for path, text, changed in rows if sel.keep(path)]
 
 
 # ------------------------------------------------------------------------------------ rendering
-
-def _field_text(path: str, value: str, before: str | None) -> str:
-    return f"{path}: {before} -> {value}" if before is not None else f"{path} = {value}"
 
 
 def step_lines(view: View, sel: Selection) -> list[Text]:
@@ -263,18 +316,22 @@ def step_lines(view: View, sel: Selection) -> list[Text]:
         if step.index == 0 and not sel.whole(step):
             head.append("  (the config's initial state; `show TRACE --step 0` prints it)", "dim")
         lines.append(head)
-        for path, value, before in field_lines(step, sel):
-            lines.append(Text("  " + _field_text(path, value, before), "yellow" if before is not None else ""))
+        for text, changed in field_lines(step, sel):
+            lines.append(Text("  " + text, "yellow" if changed else ""))
     return lines
 
 
+def keyed_lines(pairs: Iterable[tuple[str, str]]) -> list[Text]:
+    return [Text.assemble((f"{'property' if key == 'statement' else key}: ", "bold"), text) for key, text in pairs]
+
+
 def closing_lines(view: View) -> list[Text]:
-    return [Text.assemble((f"{'property' if key == 'statement' else key}: ", "bold"), text) for key, text in view.closing]
+    return keyed_lines(view.closing)
 
 
 def view_lines(view: View, sel: Selection) -> list[Text]:
-    """The plain layout: header, steps, closing lines. Nothing is cut, whatever the width."""
-    return [Text(view.title, "bold"), *step_lines(view, sel), *closing_lines(view)]
+    """The plain layout: header, legend, steps, closing lines. Nothing is cut, whatever the width."""
+    return [Text(view.title, "bold"), *keyed_lines(view.legend), *step_lines(view, sel), *closing_lines(view)]
 
 
 def view_table(view: View, sel: Selection, width: int) -> Table | None:
@@ -282,7 +339,7 @@ def view_table(view: View, sel: Selection, width: int) -> Table | None:
     wrapping anything; None otherwise (then the plain layout is used)."""
     rows = []
     for step in sel.steps(view):
-        cells = [_field_text(*f) for f in field_lines(step, sel)]
+        cells = [text for text, _ in field_lines(step, sel)]
         label = step.label + (f"\n({step.note})" if step.note else "")
         rows.append((str(step.index), label, "\n".join(cells) or "(no change)"))
     widths = [max((cell_len(line) for row in rows for line in row[c].split("\n")), default=0) for c in range(3)]
@@ -301,7 +358,7 @@ def rendered(view: View, sel: Selection, terminal_width: int | None) -> list:
     table = view_table(view, sel, terminal_width) if terminal_width and sel.step is None and not sel.full else None
     if table is None:
         return view_lines(view, sel)
-    return [Text(view.title, "bold"), table, *closing_lines(view)]
+    return [Text(view.title, "bold"), *keyed_lines(view.legend), table, *closing_lines(view)]
 
 
 def view_json(view: View, sel: Selection) -> dict:
@@ -310,11 +367,11 @@ def view_json(view: View, sel: Selection) -> dict:
         entry: dict[str, Any] = {"index": step.index, "action": step.label, "rule": step.rule, "params": step.params}
         if step.note:
             entry["note"] = step.note
-        entry["changes"] = [{"field": p, "before": b, "after": a} for p, (b, a) in step.changes.items() if sel.keep(p)]
+        entry["changes"] = [c.to_json() for c in step.edits if sel.keep(c.address)]
         if sel.whole(step):
             entry["state"] = {p: v for p, v in step.fields.items() if sel.keep(p)}
         steps.append(entry)
-    return {**view.header, "steps": steps, "closing": {key: text for key, text in view.closing}}
+    return {**view.header, **dict(view.legend), "steps": steps, "closing": {key: text for key, text in view.closing}}
 
 
 # ------------------------------------------------------------------------------------ check
@@ -323,17 +380,35 @@ def replay_command(path: str) -> str:
     return f"python -m harness replay {shlex.quote(path)}"
 
 
-def violation_lines(model: Model, violation) -> list[Text]:
-    """What `check` prints on stdout for one violation: the trace in the compact changed-fields form,
-    the property's statement and the reason, and last the VIOLATION line and the replay command."""
-    outcome = outcome_document(model, violation.outcome, violation.states[-1])
-    view = View("trace", {}, "", run_steps(model, violation.states, violation.actions, violation.loop),
-                run_closing(model, violation.states, violation.loop, outcome, [("note", violation.note)]))
-    prop = property_name(violation.outcome.kind, violation.outcome.property)
-    lasso = ", lasso" if violation.loop is not None else ""
-    return [*step_lines(view, Selection(initial=False)), *closing_lines(view),
-            Text.assemble(("VIOLATION", "bold red"), f" {prop} ({violation.depth} steps{lasso}): {violation.trace_path}"),
-            Text(replay_command(violation.trace_path))]
+def same_runs(violations: list) -> list[list]:
+    """The violations grouped by run, in order: a state that breaks several properties is one run, whose
+    trace is printed once (each property keeps its own trace file)."""
+    runs: dict[tuple, list] = {}
+    for v in violations:
+        runs.setdefault((tuple(v.states), tuple(v.actions), v.loop), []).append(v)
+    return list(runs.values())
+
+
+def violation_lines(model: Model, run: list) -> list[Text]:
+    """What `check` prints on stdout for the violations of one run (`same_runs`): the trace in the compact
+    changed-fields form, each property's statement and reason, the other invariants its last state breaks,
+    and last a VIOLATION line and the replay command per property."""
+    first = run[0]
+    outcomes = [outcome_document(model, v.outcome, v.states[-1]) for v in run]
+    notes = [("note", note) for note in dict.fromkeys(v.note for v in run)]
+    view = View("trace", {}, "", run_steps(model, first.states, first.actions, first.loop),
+                run_closing(model, first.states, first.loop, outcomes, notes), legend(model))
+    named = {v.outcome.property for v in run}
+    others = [p for p in guarded(lambda: model.violated(first.states[-1])) or [] if p not in named]
+    also = [Text.assemble(("also violated", "bold"), f" in state {first.depth}: {', '.join(others)} "
+                          "(the engine reported the first: no trace of their own)")] if others else []
+    lasso = ", lasso" if first.loop is not None else ""
+    ends = []
+    for v in run:
+        prop = property_name(v.outcome.kind, v.outcome.property)
+        ends += [Text.assemble(("VIOLATION", "bold red"), f" {prop} ({counted(v.depth, 'step')}{lasso}): {v.trace_path}"),
+                 Text(replay_command(v.trace_path))]
+    return [*keyed_lines(view.legend), *step_lines(view, Selection(initial=False)), *closing_lines(view), *also, *ends]
 
 
 def violation_json(model: Model, violation) -> dict:
@@ -350,34 +425,33 @@ def _run_summary(trace: Trace) -> dict:
             "outcome": {"kind": o.kind, "property": o.property}, "loop": trace.loop}
 
 
-def _action_at(model: Model, trace: Trace, i: int) -> str | None:
+def _action_at(trace: Trace, i: int) -> str | None:
     if i >= len(trace.states):
         return None  # the trace has ended
-    return "init" if trace.actions[i] is None else model.format_action(trace.actions[i])
+    return "init" if trace.actions[i] is None else trace.model.format_action(trace.actions[i])
 
 
 def compare(a: Trace, b: Trace) -> dict:
-    """Where two traces of one spec and config first part: the step, both actions, the fields that differ
-    in the states reached. BadInput (exit 2) if they are not of the same spec and config."""
+    """Where two traces of one spec first part: the step, both actions, the fields that differ in the states
+    reached, and what differs in their configs (the same preset under two variants or mutations: where
+    does kafka's completion part from seed's?). BadInput (exit 2) if they are traces of different specs."""
     if a.spec.name != b.spec.name:
         raise BadInput(f"not comparable: {a.path} is a trace of spec {a.spec.name}, {b.path} of spec {b.spec.name}")
-    digests = [config_digest(t.model.config) for t in (a, b)]
-    if digests[0] != digests[1]:
-        x, y = (config_to_dict(t.model.config) for t in (a, b))
-        differing = "; ".join(f"{k}: {x[k]} | {y[k]}" for k in x if x[k] != y[k])
-        raise BadInput(f"not comparable: {a.path} and {b.path} are traces of different {a.spec.name} configs ({differing})")
-    model = a.model
+    x, y = ({"preset": t.meta.get("preset"), **config_to_dict(t.model.config)} for t in (a, b))
+    configs = {k: {"a": x.get(k), "b": y.get(k)} for k in {**x, **y} if x.get(k) != y.get(k)}
     n = min(len(a.states), len(b.states))
     first = next((i for i in range(n) if a.actions[i] != b.actions[i] or a.states[i] != b.states[i]), None)
     if first is None and len(a.states) != len(b.states):
         first = n
-    result: dict[str, Any] = {"spec": a.spec.name, "config": a.meta.get("preset"), "config_digest": digests[0],
-                              "a": _run_summary(a), "b": _run_summary(b), "first_difference": first}
+    result: dict[str, Any] = {"spec": a.spec.name, "config": a.meta.get("preset"), "config_digest": config_digest(a.model.config),
+                              "config_differences": configs, **dict(legend(a.model)), "a": _run_summary(a),
+                              "b": _run_summary(b), "first_difference": first}
     if first is not None:
-        result["actions"] = {side: _action_at(model, t, first) for side, t in (("a", a), ("b", b))}
-        result["fields"] = {p: {"a": x, "b": y} for p, (x, y) in diff_states(model, a.states[first], b.states[first]).items()} \
-            if first < n else {}
-    result["identical"] = first is None and result["a"]["outcome"] == result["b"]["outcome"] and a.loop == b.loop
+        result["actions"] = {side: _action_at(t, first) for side, t in (("a", a), ("b", b))}
+        result["fields"] = [{"field": c.path, "change": c.kind, "index": c.index, "a": c.before, "b": c.after}
+                            for c in changes(a.model.schema, a.states[first], b.states[first])] if first < n else []
+    result["identical"] = (first is None and not configs and result["a"]["outcome"] == result["b"]["outcome"]
+                           and a.loop == b.loop)
     return result
 
 
@@ -386,22 +460,25 @@ def compare_lines(result: dict) -> list[Text]:
         r = result[side]
         what = r["outcome"]["kind"] + (f" {r['outcome']['property']}" if r["outcome"]["property"] else "")
         loop = f", loop at {r['loop']}" if r["loop"] is not None else ""
-        return f"{side.upper()}: {r['file']}  ({r['length']} steps, {what}{loop}, engine {r['engine']})"
+        return f"{side.upper()}: {r['file']}  ({counted(r['length'], 'step')}, {what}{loop}, engine {r['engine']})"
 
-    lines = [Text(run("a")), Text(run("b"))]
+    lines = [Text(run("a")), Text(run("b")), *keyed_lines((k, result[k]) for k in ("offsets",) if k in result)]
+    if result["config_differences"]:
+        lines.append(Text("configs differ (A | B): " + "; ".join(
+            f"{k}: {spelled(v['a'])} | {spelled(v['b'])}" for k, v in result["config_differences"].items())))
     first = result["first_difference"]
     if result["identical"]:
         lines.append(Text("identical: the same actions, states and outcome", "green"))
     elif first is None:
-        lines.append(Text("the same actions and states; the outcomes or loops differ (see above)", "yellow"))
+        lines.append(Text("the same actions and states; the configs, outcomes or loops differ (see above)", "yellow"))
     else:
         lines.append(Text(f"first difference at step {first}:", "bold"))
         for side in ("a", "b"):
             action = result["actions"][side]
             lines.append(Text(f"  {side.upper()}: {action if action is not None else '(the trace has ended)'}"))
         if result["fields"]:
-            lines.append(Text(f"fields that differ in state {first} (A | B):", "bold"))
-            lines += [Text(f"  {p}: {v['a']} | {v['b']}") for p, v in result["fields"].items()]
+            lines.append(Text(f"fields that differ in state {first} (A -> B; `- x`: only in A, `+ x`: only in B):", "bold"))
+            lines += [Text("  " + Change(f["field"], f["change"], f["a"], f["b"], f["index"]).text()) for f in result["fields"]]
         elif None not in result["actions"].values():
             lines.append(Text(f"state {first} is the same on both sides (different actions, same result)"))
     return lines
@@ -472,12 +549,11 @@ def describe_lines(d: dict) -> list[Text]:
              section(f"config {d['config']}") + Text(f"  (presets: {', '.join(d['presets'])})")]
     for p in d["params"]:
         allowed = f"; allowed {p['allowed']}" if p["allowed"] else ""
-        lines.append(Text(f"  {p['name']} = {p['value']}  - {p['doc']}{allowed}"))
+        lines.append(Text(f"  {p['name']} = {spelled(p['value'])}  - {p['doc']}{allowed}"))
     lines.append(section("variants"))
     for v in d["variants"]:
-        choices = "/".join(str(c).lower() if isinstance(c, bool) else str(c) for c in v["choices"])
-        value = str(v["value"]).lower() if isinstance(v["value"], bool) else v["value"]
-        lines.append(Text(f"  {v['name']} = {value}  (one of {choices})  - {v['doc']}"))
+        choices = "/".join(map(spelled, v["choices"]))
+        lines.append(Text(f"  {v['name']} = {spelled(v['value'])}  (one of {choices})  - {v['doc']}"))
     if not d["variants"]:
         lines.append(Text("  -"))
     lines.append(section("rules") + Text("  (fair: weakly fair, for liveness)"))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.changes import by_path, changes
+from harness.itf import counted
 from harness.model import Model
 from harness.trace import Trace, earlier_violations
 
@@ -28,16 +30,10 @@ class ReplayReport:
                 "differences": {k: {"recorded": a, "replayed": b} for k, (a, b) in self.differences.items()}}
 
 
-ABSENT = "(absent)"
-
-
 def diff_states(model: Model, a: tuple, b: tuple) -> dict[str, tuple[str, str]]:
-    """Leaf-level differences (`brokers[2].log`: recorded, replayed) between two states. A recorded
-    state may have more or fewer map entries than the model's (a broker too many): those leaves are
-    shown as absent on the other side."""
-    before, after = dict(model.schema.leaves(a, "")), dict(model.schema.leaves(b, ""))
-    return {k: (before.get(k, ABSENT), after.get(k, ABSENT)) for k in {**before, **after}
-            if before.get(k, ABSENT) != after.get(k, ABSENT)}
+    """The differences between two states (recorded, replayed), as `show` prints changes (harness/changes.py):
+    `brokers[2].log`, an element of a list (`brokers[2].inbox[1]`), a map entry one side lacks as absent."""
+    return by_path(changes(model.schema, a, b))
 
 
 def replay(trace: Trace) -> ReplayReport:
@@ -81,7 +77,7 @@ def replay(trace: Trace) -> ReplayReport:
         if report is not None:
             return report
     what = "no violation" if outcome.kind == "none" else f"{outcome.kind} of {outcome.property or 'deadlock freedom'}"
-    return ReplayReport(True, last, f"replays as recorded: {last} steps, {what}")
+    return ReplayReport(True, last, f"replays as recorded: {counted(last, 'step')}, {what}")
 
 
 def _check_lasso(trace: Trace) -> ReplayReport | None:

@@ -295,7 +295,7 @@ def test_each_symbolic_variable_is_named_by_the_state_field_it_stands_for(name):
 def test_a_cti_is_written_and_shown_with_the_specs_field_names(cli, tmp_path):
     code, out, _ = cli("prove", "kraft", "--config", "small", "--mutation", "completion_ignores_min_isr",
                        "--brokers", "2", "--out", tmp_path)
-    assert code == 1 and "pre:  {'partition.replicas': " in out
+    assert code == 1 and "pre:  partition.replicas={" in out
     [cti] = tmp_path.glob("kraft-completion_ignores_min_isr-alter_partition_reassignments-*-cti.itf.json")
     doc = json.loads(cti.read_text())
     assert {"partition.isr", "partition.leader", "completed_below_min_isr"} <= set(doc["vars"])

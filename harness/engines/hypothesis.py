@@ -44,6 +44,7 @@ except ImportError:  # pragma: no cover
     _providers = None
 
 from harness.engines import guided
+from harness.itf import counted
 from harness.model import Model
 from harness.result import CheckResult, Violation
 from harness.trace import Outcome
@@ -325,7 +326,7 @@ def explore(model: Model, *, profile: str = "ci", examples: int | None = None, s
         states, actions = list(run.states), list(run.actions)
         raw = len(states) - 1
         states, actions = shorten(model, states, actions, exc.outcome)
-        violations.append(Violation(exc.outcome, states, actions, note=f"minimised from {raw} steps"))
+        violations.append(Violation(exc.outcome, states, actions, note=f"minimised from {counted(raw, 'step')}"))
     except Flaky as exc:  # pragma: no cover - models are deterministic; reported, not hidden
         note = f"Hypothesis reported a flaky failure: {exc}"
     elapsed = time.monotonic() - started

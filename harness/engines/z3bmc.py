@@ -27,6 +27,7 @@ import z3
 
 from harness import interrupt
 from harness.errors import BadInput
+from harness.itf import counted
 from harness.symbolic import const
 from harness.model import Model
 from harness.result import CheckResult, Violation
@@ -220,8 +221,8 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
     # solver timeouts or the concretization limit leave it incomplete (exit 3).
     result = CheckResult(engine="z3", complete=exhaustive, stopped_by=None if exhaustive else "budget")
     if best is not None:
-        best.note = (f"BMC: abstract counterexample of {len(best_abstract)} controller steps "
-                     f"({', '.join(best_abstract)}), concretized into {best.depth} model steps")
+        best.note = (f"BMC: abstract counterexample of {counted(len(best_abstract), 'controller step')} "
+                     f"({', '.join(best_abstract)}), concretized into {counted(best.depth, 'model step')}")
         result.violations.append(best)
         result.stopped_by = "violation"
     result.stats = {"depth": depth_reached, "max_depth": depth, "properties": properties,

@@ -23,6 +23,7 @@ import z3
 from harness.bitset import members
 from harness.engines.z3bmc import Unrolling, solve, symbolic_form, value_of
 from harness.errors import BadInput
+from harness.itf import counted
 from harness.model import Model
 from harness.symbolic import state_fields
 
@@ -101,13 +102,13 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
                 m = solver.model()
                 cti = {"brokers": n, "rule": rule_name, "property": p, "pre": _show(sym, m, s), "post": _show(sym, m, t),
                        "params": {str(x): _value(m, x, n) for x in params}, "reachable_depth": None,
-                       "reachability": f"unreachable within {reach_depth} steps: the property is too weak to be inductive"}
+                       "reachability": f"unreachable within {counted(reach_depth, 'step')}: the property is too weak to be inductive"}
                 # Prefer a CTI whose pre-state is reachable: a real violation, shown as the run reaching it.
                 found = _reachable_cti(sym, cfg, n, rule, spec.z3_invariants[p], reach_depth)
                 if found is not None:
                     k, cti["pre"], cti["post"], cti["params"] = found
                     cti["reachable_depth"] = k
-                    cti["reachability"] = f"reachable in {k} steps: real violation"
+                    cti["reachability"] = f"reachable in {counted(k, 'step')}: real violation"
                 if seen is None:
                     ctis.append(cti)
                 elif seen["reachable_depth"] is None and found is not None:

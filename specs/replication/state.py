@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
-from harness.itf import Bool, ById, Enum, IdSet, Int, OptId, Seq
+from harness.itf import Bool, ById, Enum, IdSet, Int, Offset, OptId, Seq
 from harness.model import Config, budget, param, variant
 
 MAX_BROKERS = 5
@@ -25,6 +25,10 @@ NO_ROLE, LEADER, FOLLOWER = ROLE = Enum("Nil", "Leader", "Follower")
  NOT_LEADER_OR_FOLLOWER) = ERROR = Enum("Nil", "IneligibleReplica", "FencedLeaderEpoch", "UnknownLeaderEpoch",
                                         "NotLeaderOrFollower")
 VALUE_NAMES = "ABCDEFGH"
+# Offsets are 1-based, as the TLA+ specification's (the first record is at offset 1, an empty log's LEO
+# and HWM are 1): Kafka's offset is one less. Views name the convention (harness/present.py).
+OFFSET = Offset(base=1)
+OFFSET_OR_NIL = Offset(base=1, nil=NIL)
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,7 @@ class LogRecord(NamedTuple):
     """A record of the partition log."""
 
     epoch: int
-    offset: int
+    offset: Annotated[int, OFFSET]
     value: Annotated[int, Enum("-", *VALUE_NAMES)]
 
 
@@ -113,7 +117,7 @@ class Fetcher(NamedTuple):
     """One broker's fetcher towards one peer; `added` false is the TLA+ `partition = Nil`."""
 
     added: Annotated[bool, Bool()]
-    fetch_offset: int
+    fetch_offset: Annotated[int, OFFSET_OR_NIL]
     last_fetched_epoch: int
     delayed: Annotated[bool, Bool()]
     pending_response: Annotated[bool, Bool()]
@@ -132,14 +136,14 @@ class ReplicaMetadata(NamedTuple):
 
 class PartitionData(NamedTuple):
     log: Annotated[tuple, Seq(LogRecord)]
-    hwm: int
-    leo: int
+    hwm: Annotated[int, OFFSET]
+    leo: Annotated[int, OFFSET]
 
 
 class PeerState(NamedTuple):
     """What a leader knows of a follower; leo 0 is Nil (no fetch in this leader epoch)."""
 
-    leo: int
+    leo: Annotated[int, OFFSET_OR_NIL]
     broker_epoch: int
 
 
@@ -153,7 +157,7 @@ class RegisterBrokerResponse(NamedTuple):
     dest: int
     broker_epoch: int
     incarnation_id: int
-    metadata_offset: int
+    metadata_offset: Annotated[int, OFFSET]
 
 
 class AlterPartitionRequest(NamedTuple):
@@ -187,7 +191,7 @@ class FetchRequest(NamedTuple):
     dest: int
     broker_epoch: int
     leader_epoch: int
-    fetch_offset: int
+    fetch_offset: Annotated[int, OFFSET]
     last_fetched_epoch: int
 
 
@@ -196,23 +200,23 @@ class FetchResponse(NamedTuple):
     dest: int
     error: Annotated[int, ERROR]
     leader_epoch: int
-    fetch_offset: int
+    fetch_offset: Annotated[int, OFFSET]
     diverging: Annotated[bool, Bool()]  # false: the diverging epoch is Nil
     diverging_epoch: int
-    diverging_offset: int
-    hwm: int
+    diverging_offset: Annotated[int, OFFSET_OR_NIL]
+    hwm: Annotated[int, OFFSET]
     records: Annotated[tuple, Seq(LogRecord)]
 
 
 class Network(NamedTuple):
     """A set of messages, by type (each a sorted tuple without repeats)."""
 
-    register_broker_requests: Annotated[tuple, Seq(RegisterBrokerRequest)]
-    register_broker_responses: Annotated[tuple, Seq(RegisterBrokerResponse)]
-    alter_partition_requests: Annotated[tuple, Seq(AlterPartitionRequest)]
-    alter_partition_responses: Annotated[tuple, Seq(AlterPartitionResponse)]
-    fetch_requests: Annotated[tuple, Seq(FetchRequest)]
-    fetch_responses: Annotated[tuple, Seq(FetchResponse)]
+    register_broker_requests: Annotated[tuple, Seq(RegisterBrokerRequest, unordered=True)]
+    register_broker_responses: Annotated[tuple, Seq(RegisterBrokerResponse, unordered=True)]
+    alter_partition_requests: Annotated[tuple, Seq(AlterPartitionRequest, unordered=True)]
+    alter_partition_responses: Annotated[tuple, Seq(AlterPartitionResponse, unordered=True)]
+    fetch_requests: Annotated[tuple, Seq(FetchRequest, unordered=True)]
+    fetch_responses: Annotated[tuple, Seq(FetchResponse, unordered=True)]
 
 
 class Counters(NamedTuple):
@@ -240,7 +244,7 @@ class State(NamedTuple):
     partition_status: Annotated[tuple, ById(ROLE)]
     partition_metadata: Annotated[tuple, ById(ReplicaMetadata)]
     partition_data: Annotated[tuple, ById(PartitionData)]
-    partition_leso: Annotated[tuple, ById(Int())]  # 0 is Nil
+    partition_leso: Annotated[tuple, ById(OFFSET_OR_NIL)]
     partition_replica_state: Annotated[tuple, ById(ById(PeerState))]
     partition_pending_ap: Annotated[tuple, ById(PendingAlterPartition)]
     # the network (the TLA+ NetworkView)
@@ -249,13 +253,13 @@ class State(NamedTuple):
     inv_sent: Annotated[int, IdSet()]
     inv_pos_acked: Annotated[int, IdSet()]
     inv_neg_acked: Annotated[int, IdSet()]
-    inv_true_hwm: int
+    inv_true_hwm: Annotated[int, OFFSET]
     inv_consumed: Annotated[tuple, Seq(LogRecord)]
     # outside the view: processed messages and auxiliary counters
     messages_discard: Network
     aux_broker_epoch: int
     aux_ctrs: Counters
-    aux_flo: Annotated[tuple, ById(Int())]
+    aux_flo: Annotated[tuple, ById(Offset(base=1, nil=INT_MAX))]
 
 
 VIEW_FIELDS = State._fields.index("messages_discard")  # the view is the state's first VIEW_FIELDS fields
