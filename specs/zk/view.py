@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harness.bitset import as_list, as_set
 from harness.itf import OptId
+from harness.symmetry import unnamed_ids
 from specs.zk import spec
 from specs.zk.state import ROLE, STATUS, STEP, Controller, State, ZkConfig
 
@@ -40,3 +41,11 @@ def drawn(cfg: ZkConfig, s: State) -> dict:
         sections.append({"title": f"broker {i}", "rows": rows})
     phase = f"{STATUS.show(s.status)}, controller at {STEP.show(s.controller.step)}"
     return {"kind": "assignment", "phase": phase, "sections": sections}
+
+
+def interchangeable(cfg: ZkConfig) -> list[tuple[int, ...]]:
+    """Symmetry: the brokers the config names nowhere (no initial replica or target) behave alike."""
+    return unnamed_ids(cfg.brokers, cfg.replicas, *cfg.targets)
+
+
+spec.symmetry(interchangeable, id_fields=("rs", "admin", "trs"))  # replica lists: RS (in ZooKeeper, a controller's), TRS
