@@ -109,6 +109,8 @@ ENGINE_OPTIONS = {
     "check_reads": ("bfs",),
     "view_keep": ("bfs",),
     "symmetry": ("bfs", "spark", "graph"),
+    "frontier_memory": ("bfs",),
+    "frontier_dir": ("bfs",),
     "profile": ("hypothesis",),
     "examples": ("hypothesis",),
     "steps": ("hypothesis",),
@@ -181,6 +183,11 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
               "the hidden fields, whatever the order) or first (the first found in TLC's order, as TLC keeps)")
 @click.option("--symmetry", is_flag=True, help=_engines("symmetry") + "keep one state per orbit of the ids the spec declares "
               "interchangeable (TLC's SYMMETRY; the graph engine refuses it for liveness)")
+@click.option("--frontier-memory", type=click.IntRange(min=1), default=None, metavar="BYTES",
+              help=_engines("frontier_memory") + "keep about this many bytes of each level in memory, the rest on disk "
+              "in chunks (a folder made under --frontier-dir, removed at the end)")
+@click.option("--frontier-dir", type=Folder(file_okay=False), default=None,
+              help=_engines("frontier_dir") + "where the on-disk levels' folder is made (default: the temporary folder)")
 @click.option("--profile", default="ci", show_default=True, help=_engines("profile") + "settings profile (ci, nightly, dev)")
 @click.option("--examples", type=click.IntRange(min=1), default=None, help=_engines("examples") + "runs to generate")
 @click.option("--steps", type=click.IntRange(min=1), default=None, help=_engines("steps") + "steps per run")
@@ -201,7 +208,8 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
               help=_engines("depth") + "bound of the bounded model check (abstract steps)")
 @click.pass_context
 def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_json, quiet, progress_every, seed, exact,
-          no_deadlock, max_states, max_depth, time_limit, keep_going, check_reads, view_keep, symmetry, profile, examples, steps, master,
+          no_deadlock, max_states, max_depth, time_limit, keep_going, check_reads, view_keep, symmetry, frontier_memory,
+          frontier_dir, profile, examples, steps, master,
           partitions, checkpoint, resume, spark_levels_only, executor_wait, checkpoint_every, depth) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation.
 
@@ -251,7 +259,8 @@ def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_
         with _progress(quiet) as progress:
             result = bfs.explore(model, exact=exact, max_states=max_states, max_depth=max_depth, time_limit=time_limit,
                                  keep_going=keep_going, check_deadlock=not no_deadlock, progress=progress,
-                                 check_reads=check_reads, view_keep=view_keep)
+                                 check_reads=check_reads, view_keep=view_keep, frontier_memory=frontier_memory,
+                                 frontier_dir=frontier_dir)
     if model.symmetry:
         result.stats["symmetry"] = [list(g) for g in model.symmetry]
     write_counterexamples(model, result, Path(out), seed)

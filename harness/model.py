@@ -234,7 +234,6 @@ class Spec:
     # and the record fields holding ids as plain ints (see harness/symmetry.py). None: no symmetry declared.
     interchangeable: Callable | None = None
     id_fields: tuple[str, ...] = ()
-    sorted_fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.schema: ItfType = type_of_annotation(self.state_class)
@@ -355,16 +354,15 @@ class Spec:
         self.quiescent_fn = fn
         return fn
 
-    def symmetry(self, interchangeable: Callable, id_fields: Iterable[str] = (), sorted_fields: Iterable[str] = ()) -> None:
+    def symmetry(self, interchangeable: Callable, id_fields: Iterable[str] = ()) -> None:
         """Declare the symmetry of the protocol, as TLC's SYMMETRY sets: `interchangeable(cfg)` yields groups of
         ids that nothing in the config tells apart (in no replica list, target, leader or initial set), so a
         permutation of them maps runs to runs and keeps every property's value. `id_fields` names the record
-        fields whose plain ints, or sequences of ints, are ids (typed ids, `OptId`, `IdSet`, `ById`, are known);
-        `sorted_fields` the sequences kept sorted (sets of messages), sorted again once permuted."""
+        fields whose plain ints, or sequences of ints, are ids (typed ids, `OptId`, `IdSet`, `ById`, are known)."""
         from harness.symmetry import state_permuter
 
-        state_permuter(self.schema, id_fields, sorted_fields)  # a misnamed field is refused now, not in a search
-        self.interchangeable, self.id_fields, self.sorted_fields = interchangeable, tuple(id_fields), tuple(sorted_fields)
+        state_permuter(self.schema, id_fields)  # a misnamed field is refused now, not in a search
+        self.interchangeable, self.id_fields = interchangeable, tuple(id_fields)
 
     def protocol_view(self, fn: Callable) -> Callable:
         """`@spec.protocol_view`: `fn(cfg, state) -> dict`, the state as plain JSON-ready data for the
@@ -571,7 +569,7 @@ class Model:
         if not groups:
             return
         self.symmetry = groups
-        self.permute = state_permuter(self.schema, self.spec.id_fields, self.spec.sorted_fields)
+        self.permute = state_permuter(self.schema, self.spec.id_fields)
         self.permutations = mappings(groups)
         canonical = self.view = self.liveness_view = canonical_form(self.permute, self.permutations, self.spec.view)
         self.fingerprint = lambda s: hash(canonical(s))

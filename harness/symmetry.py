@@ -40,16 +40,14 @@ def _permute_id(v: int, p: tuple) -> int:
     return p[v]
 
 
-def _permuter(t: ItfType, id_fields: frozenset, is_id: bool = False, sets: frozenset = frozenset(),
-              is_set: bool = False) -> Permuter | None:
-    """How to permute a value of type `t`, or None where it holds no id (left as it is). `is_set`: a sequence
-    the spec keeps sorted (a set of messages), sorted again after its items are renamed."""
+def _permuter(t: ItfType, id_fields: frozenset, is_id: bool = False) -> Permuter | None:
+    """How to permute a value of type `t`, or None where it holds no id (left as it is)."""
     if isinstance(t, IdSet):
         return _permute_set
     if isinstance(t, OptId) or (is_id and isinstance(t, Int)):
         return _permute_id
     if isinstance(t, ById):
-        item = _permuter(t.item, id_fields, sets=sets)
+        item = _permuter(t.item, id_fields)
         base = t.base
 
         def by_id(v: tuple, p: tuple) -> tuple:
@@ -59,19 +57,15 @@ def _permuter(t: ItfType, id_fields: frozenset, is_id: bool = False, sets: froze
             return tuple(out)
         return by_id
     if isinstance(t, Seq):
-        item = _permuter(t.item, id_fields, is_id, sets)
-        if item is None:
-            return None
-        if is_set:
-            return lambda v, p: tuple(sorted([item(x, p) for x in v]))
-        return lambda v, p: tuple([item(x, p) for x in v])
+        item = _permuter(t.item, id_fields, is_id)
+        return None if item is None else (lambda v, p: tuple([item(x, p) for x in v]))
     if isinstance(t, Tup):
-        items = [_permuter(i, id_fields, sets=sets) for i in t.items]
+        items = [_permuter(i, id_fields) for i in t.items]
         if not any(items):
             return None
         return lambda v, p: tuple([x if f is None else f(x, p) for f, x in zip(items, v)])
     if isinstance(t, Record):
-        fields = [_permuter(ft, id_fields, name in id_fields, sets, name in sets) for name, ft in t.fields.items()]
+        fields = [_permuter(ft, id_fields, name in id_fields) for name, ft in t.fields.items()]
         if not any(fields):
             return None
         make = t.cls._make
@@ -92,20 +86,16 @@ def _field_types(t: ItfType) -> Iterable[tuple[str, ItfType]]:
             yield from _field_types(i)
 
 
-def state_permuter(schema: ItfType, id_fields: Iterable[str] = (), sorted_fields: Iterable[str] = ()) -> Permuter:
+def state_permuter(schema: ItfType, id_fields: Iterable[str] = ()) -> Permuter:
     """`permute(state, mapping)`: the state with every id i renamed `mapping[i]` (mapping[0] == 0, "none").
     `id_fields` names the record fields whose plain ints (or sequences of ints) are ids; a name that is no
-    such field is a TypeError, so a typo cannot leave an id unpermuted. `sorted_fields` names the sequences
-    the spec keeps sorted (sets as tuples), so a permuted state is one the rules could have built."""
-    id_fields, sorted_fields = frozenset(id_fields), frozenset(sorted_fields)
-    sequences = {name for name, ft in _field_types(schema) if isinstance(ft, Seq)}
-    if sorted_fields - sequences:
-        raise TypeError(f"sorted_fields {sorted(sorted_fields - sequences)}: not a record field of a sequence")
+    such field is a TypeError, so a typo cannot leave an id unpermuted."""
+    id_fields = frozenset(id_fields)
     plain = {name for name, ft in _field_types(schema)
              if isinstance(ft, Int) or (isinstance(ft, Seq) and isinstance(ft.item, Int))}
     if id_fields - plain:
         raise TypeError(f"id_fields {sorted(id_fields - plain)}: not a record field of ints or of a sequence of ints")
-    return _permuter(schema, id_fields, sets=sorted_fields) or (lambda v, p: v)
+    return _permuter(schema, id_fields) or (lambda v, p: v)
 
 
 def mappings(groups: Iterable[Iterable[int]]) -> list[tuple]:
