@@ -108,7 +108,7 @@ ENGINE_OPTIONS = {
     "keep_going": ("bfs", "spark"),
     "check_reads": ("bfs",),
     "view_keep": ("bfs",),
-    "symmetry": ("bfs", "spark", "graph"),
+    "symmetry": ("bfs", "graph", "spark"),
     "frontier_memory": ("bfs",),
     "frontier_dir": ("bfs",),
     "profile": ("hypothesis",),
