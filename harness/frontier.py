@@ -4,7 +4,9 @@ A level is written in chunks of states, MessagePack files in a work folder this 
 `harness-frontier-*` folder under the parent given, never one that existed) and removes at the end of the
 search, on an error and on an interrupt. A level being built keeps at most one chunk in memory, and one
 being expanded reads one chunk at a time and removes its file once read, so BFS holds the visited set plus a
-window of about two chunks; the budget sets the chunk's size from a measure of the states' own memory.
+window of about two chunks; the budget sets the chunk's size from the memory of a decoded state (which
+shares nothing, unlike the states a level is built of: sizing on those let the chunks read back take twice
+the budget).
 Files are the harness's own, read back with `Model.decode_trusted`'s decoder: data only, never code.
 """
 
@@ -23,15 +25,12 @@ from harness.itf import fast_decoder
 SAMPLE = 512  # states measured to size the chunks
 
 
-def deep_size(states: list) -> int:
-    """Bytes the states hold, each object once (states share unchanged parts with their parents)."""
-    seen: set[int] = set()
-    total, stack = 0, list(states)
+def deep_size(state: tuple) -> int:
+    """Bytes a state holds on its own, as it is when decoded: a decoded state shares no part with another,
+    while states in a level being built share unchanged parts with their parents (so hold less)."""
+    total, stack = 0, [state]
     while stack:
         x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
         total += sys.getsizeof(x)
         if isinstance(x, tuple):
             stack.extend(x)
@@ -65,7 +64,7 @@ class FrontierFiles:
 
     def size_chunks(self, sample: list) -> int:
         """Two chunks (one read, one written) within the budget; at least one batch of parents."""
-        per_state = max(1, deep_size(sample) // len(sample))
+        per_state = max(1, sum(map(deep_size, sample)) // len(sample))
         chunk = self.memory // (2 * per_state) // self.batch * self.batch
         self.chunk = max(self.batch, chunk)
         return self.chunk
