@@ -109,6 +109,9 @@ ENGINE_OPTIONS = {
     "keep_going": ("bfs", "spark"),
     "check_reads": ("bfs",),
     "view_keep": ("bfs",),
+    "symmetry": ("bfs", "graph", "spark"),
+    "frontier_memory": ("bfs",),
+    "frontier_dir": ("bfs",),
     "profile": ("hypothesis",),
     "examples": ("hypothesis",),
     "steps": ("hypothesis",),
@@ -180,6 +183,13 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
 @click.option("--view-keep", type=click.Choice(VIEW_KEEP), default="tie", show_default=True, metavar="|".join(VIEW_KEEP),
               help=_engines("view_keep") + "under a view, the state kept of those with one view: tie (the smallest hash of "
               "the hidden fields, whatever the order) or first (the first found in TLC's order, as TLC keeps)")
+@click.option("--symmetry", is_flag=True, help=_engines("symmetry") + "keep one state per orbit of the ids the spec declares "
+              "interchangeable (TLC's SYMMETRY; the graph engine refuses it for liveness)")
+@click.option("--frontier-memory", type=click.IntRange(min=1), default=None, metavar="BYTES",
+              help=_engines("frontier_memory") + "keep about this many bytes of each level in memory, the rest on disk "
+              "in chunks (a folder made under --frontier-dir, removed at the end)")
+@click.option("--frontier-dir", type=Folder(file_okay=False), default=None,
+              help=_engines("frontier_dir") + "where the on-disk levels' folder is made (default: the temporary folder)")
 @click.option("--profile", default="ci", show_default=True, help=_engines("profile") + "settings profile (ci, nightly, dev)")
 @click.option("--examples", type=click.IntRange(min=1), default=None, help=_engines("examples") + "runs to generate")
 @click.option("--steps", type=click.IntRange(min=1), default=None, help=_engines("steps") + "steps per run")
@@ -200,7 +210,8 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
               help=_engines("depth") + "bound of the bounded model check (abstract steps)")
 @click.pass_context
 def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_json, quiet, progress_every, seed, exact,
-          no_deadlock, max_states, max_depth, time_limit, keep_going, check_reads, view_keep, profile, examples, steps, master,
+          no_deadlock, max_states, max_depth, time_limit, keep_going, check_reads, view_keep, symmetry, frontier_memory,
+          frontier_dir, profile, examples, steps, master,
           partitions, checkpoint, resume, spark_levels_only, executor_wait, checkpoint_every, depth) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation.
 
@@ -214,7 +225,7 @@ def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_
 
     spec = load_spec(spec_name)
     cfg = spec.config(preset, settings, variants, mutation)
-    model = spec.bind(cfg)
+    model = spec.bind(cfg, symmetry=symmetry)
     if no_deadlock:
         model.check_deadlock = False
     check_writable_dir(out, "--out")  # before the search: its result must have somewhere to go
@@ -250,7 +261,10 @@ def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_
         with _progress(quiet) as progress:
             result = bfs.explore(model, exact=exact, max_states=max_states, max_depth=max_depth, time_limit=time_limit,
                                  keep_going=keep_going, check_deadlock=not no_deadlock, progress=progress,
-                                 check_reads=check_reads, view_keep=view_keep)
+                                 check_reads=check_reads, view_keep=view_keep, frontier_memory=frontier_memory,
+                                 frontier_dir=frontier_dir)
+    if model.symmetry:
+        result.stats["symmetry"] = [list(g) for g in model.symmetry]
     write_counterexamples(model, result, Path(out), seed)
     if as_json:
         print(json.dumps(summary(model, result), indent=1))
@@ -366,6 +380,9 @@ def _print_result(model, result) -> None:
         out.print(f"  fingerprint collision probability (optimistic, n*(g-n)/2^64): {s['collision_probability']:.1e}")
     if s.get("view_keep") == "first":
         out.print("  under the view: the first state found per view was kept, in TLC's order (--view-keep first)")
+    if s.get("symmetry"):
+        groups = " ".join("{" + ",".join(map(str, g)) + "}" for g in s["symmetry"])
+        out.print(f"  symmetry: one state per orbit of the interchangeable ids {groups} (counts are orbits)")
     if result.coverage:
         table = Table("rule", "distinct", "generated", title="coverage", title_justify="left", box=None, padding=(0, 2))
         for rule, c in result.coverage.items():

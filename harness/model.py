@@ -246,6 +246,10 @@ class Spec:
     protocol_view_fn: Callable | None = None
     # What `harness conform` compares with Kafka's own code (harness.conform.Conformance). None: not comparable.
     conformance: Any = None
+    # Symmetry (`spec.symmetry`): `interchangeable(cfg)`, the groups of ids no part of the config tells apart,
+    # and the record fields holding ids as plain ints (see harness/symmetry.py). None: no symmetry declared.
+    interchangeable: Callable | None = None
+    id_fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.schema: ItfType = type_of_annotation(self.state_class)
@@ -384,6 +388,16 @@ class Spec:
         self.quiescent_fn = fn
         return fn
 
+    def symmetry(self, interchangeable: Callable, id_fields: Iterable[str] = ()) -> None:
+        """Declare the symmetry of the protocol, as TLC's SYMMETRY sets: `interchangeable(cfg)` yields groups of
+        ids that nothing in the config tells apart (in no replica list, target, leader or initial set), so a
+        permutation of them maps runs to runs and keeps every property's value. `id_fields` names the record
+        fields whose plain ints, or sequences of ints, are ids (typed ids, `OptId`, `IdSet`, `ById`, are known)."""
+        from harness.symmetry import state_permuter
+
+        state_permuter(self.schema, id_fields)  # a misnamed field is refused now, not in a search
+        self.interchangeable, self.id_fields = interchangeable, tuple(id_fields)
+
     def protocol_view(self, fn: Callable) -> Callable:
         """`@spec.protocol_view`: `fn(cfg, state) -> dict`, the state as plain JSON-ready data for the
         explorer's view of this protocol (`harness explore`): {"kind": <template>, ...}."""
@@ -462,8 +476,8 @@ class Spec:
         object.__setattr__(cfg, "mutated", self.mutation_flags(cfg.mutation))
         return cfg
 
-    def bind(self, cfg: Config) -> "Model":
-        return Model(self, cfg)
+    def bind(self, cfg: Config, symmetry: bool = False) -> "Model":
+        return Model(self, cfg, symmetry=symmetry)
 
 
 def _code_objects(module) -> Iterable[types.CodeType]:
@@ -511,7 +525,7 @@ def variant_of(spec: Spec, cfg: Config) -> dict:
 class Model:
     """A spec bound to a config. Engines use only this class's methods and attributes."""
 
-    def __init__(self, spec: Spec, cfg: Config, use_candidates: bool = True) -> None:
+    def __init__(self, spec: Spec, cfg: Config, use_candidates: bool = True, symmetry: bool = False) -> None:
         self.spec = spec
         self.name = spec.name
         self.config = cfg
@@ -573,6 +587,29 @@ class Model:
         # part at hand can compare parts (often the same objects) before hashing one.
         self.tie_part = (lambda s: s) if hidden is None else hidden
         self.tie = hash if hidden is None else (lambda s: hash(hidden(s)))
+        # Symmetry reduction: searches dedupe on the canonical form (a view of one value per orbit) and keep
+        # real states, of one orbit the one with the smallest hash. Without interchangeable ids, nothing changes.
+        self.symmetry: list[tuple[int, ...]] = []  # the groups of interchangeable ids, when reduced
+        if symmetry:
+            self._reduce_by_symmetry()
+
+    def _reduce_by_symmetry(self) -> None:
+        from harness.symmetry import canonical_form, mappings, state_permuter
+
+        if self.spec.interchangeable is None:
+            raise BadInput(f"spec {self.name!r} declares no symmetry (spec.symmetry)")
+        groups = [tuple(sorted(set(g))) for g in self.spec.interchangeable(self.config)]
+        groups = [g for g in groups if len(g) > 1]
+        if not groups:
+            return
+        self.symmetry = groups
+        self.permute = state_permuter(self.schema, self.spec.id_fields)
+        self.permutations = mappings(groups)
+        canonical = self.view = self.liveness_view = canonical_form(self.permute, self.permutations, self.spec.view)
+        self.fingerprint = lambda s: hash(canonical(s))
+        # Of the states of one orbit, the kept one is the smallest hash of the whole state: two states of an
+        # orbit may share what a spec's `hidden` hashes, and which one an engine keeps must not depend on order.
+        self.tie_part, self.tie = (lambda s: s), hash
 
     # -- the transition system --------------------------------------------------------------------
     def init_states(self) -> list[tuple]:

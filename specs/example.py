@@ -103,3 +103,7 @@ def expand_isr(cfg, s, follower):
 
 spec.eventually("AllReplicated", goal=lambda cfg, s: all(n == s.log[0] for n in s.log),
                 doc="every follower eventually holds every record")
+
+
+# Symmetry: broker 1 leads; the followers start alike (empty logs, all in the ISR) and every rule treats them alike.
+spec.symmetry(lambda cfg: [tuple(followers(cfg))])

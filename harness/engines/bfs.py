@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from harness.errors import BadInput
+from harness.frontier import FrontierFiles
 from harness.model import VIEW_KEEP, Model
 from harness.speed import cycle_collector_paused
 from harness.result import CheckResult, Violation
@@ -89,9 +90,25 @@ def _check_reads(model: Model, group: list, parent: tuple, child: tuple, index: 
 BATCH_PARENTS = 512
 
 
+def explore(model: Model, *, frontier_memory: int | None = None, frontier_dir: str | None = None,
+            **options) -> CheckResult:
+    """The search (options: `search`'s). With `frontier_memory` (bytes), levels are written to disk in chunks
+    sized to hold about that much of the frontier in memory (harness/frontier.py), in a folder made under
+    `frontier_dir` (default: the system's temporary folder) and removed at the end; counts and traces are the
+    same as without it."""
+    if frontier_memory is None:
+        return search(model, None, **options)
+    with FrontierFiles(model, frontier_memory, frontier_dir, BATCH_PARENTS) as files:
+        result = search(model, files, **options)
+    result.stats["frontier_spilled_states"] = files.spilled
+    result.stats["frontier_bytes_written"] = files.bytes_written
+    return result
+
+
 @cycle_collector_paused()
-def explore(
+def search(
     model: Model,
+    files: FrontierFiles | None,
     *,
     exact: bool = False,
     max_states: int | None = None,
@@ -106,7 +123,8 @@ def explore(
     """`check_reads` (a debugging aid for spec authors) evaluates every invariant on every state, and
     fails (BadInput) where one declared with `reads=` changes value although the fields it declares
     did not: its `reads=` is incomplete, and the normal search would have skipped a violation.
-    `view_keep` (one of VIEW_KEEP) says which state of a view the search keeps."""
+    `view_keep` (one of VIEW_KEEP) says which state of a view the search keeps. `files`: where levels go
+    beyond the memory budget (None: every level is a list in memory)."""
     if view_keep not in VIEW_KEEP:
         raise BadInput(f"view_keep must be one of {', '.join(VIEW_KEEP)}, not {view_keep!r}")
     # The builtin hash (no Python frame per state), or the hash of the spec's view; exact: the state or its view.
@@ -187,7 +205,7 @@ def explore(
         if max_depth is not None and depth >= max_depth:
             stopped_by = "max-depth"
             break
-        next_frontier: list = []
+        next_frontier = [] if files is None else files.level()
         append = next_frontier.append
         # Under a view, per position of the level: the action that found the kept state and its `Model.tie`
         # (computed once, when another state with its view turns up).

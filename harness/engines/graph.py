@@ -416,6 +416,11 @@ def explore(model: Model, *, max_states: int = MAX_STATES, properties: list[str]
             check_safety: bool = True, progress=None) -> tuple[CheckResult, StateGraph]:
     started = time.monotonic()
     names = properties if properties is not None else list(model.liveness)
+    if model.symmetry and names:
+        # TLC's caveat: on orbits, a cycle may close only up to a permutation, so a lasso found there need not be
+        # a run, and fairness read on representatives can hide or invent one. Safety alone is sound on orbits.
+        raise BadInput("symmetry reduction is refused for liveness: a lasso over orbits may close only up to a "
+                       "permutation of the ids (TLC's caveat); check liveness without --symmetry")
     unknown = [n for n in names if n not in model.liveness]
     if unknown:
         raise BadInput(f"unknown liveness property {unknown[0]!r} (known: {', '.join(model.liveness) or 'none'})")

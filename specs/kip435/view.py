@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from harness.bitset import as_list
 from harness.itf import IdSet, OptId
+from harness.symmetry import unnamed_ids
 from specs.kip435 import spec
 from specs.kip435.state import Kip435Config, State
 
@@ -35,3 +36,11 @@ def drawn(cfg: Kip435Config, s: State) -> dict:
         ("batch size", str(s.batch_size)), ("leader moves in batch", str(s.leader_moves)),
         ("failures", str(s.failures)), ("config changes", str(s.config_changes))]})
     return {"kind": "assignment", "phase": "; ".join(phases), "sections": sections}
+
+
+def interchangeable(cfg: Kip435Config) -> list[tuple[int, ...]]:
+    """Symmetry: the brokers the config names nowhere (no partition's current or target replica) behave alike."""
+    return unnamed_ids(cfg.brokers, *cfg.replicas, *cfg.targets)
+
+
+spec.symmetry(interchangeable, id_fields=("replicas", "target"))  # a partition's CR and TR, ordered lists

@@ -4,6 +4,7 @@ role, epoch and log, the VoterAssignment entries set apart from the records."""
 from __future__ import annotations
 
 from harness.itf import IdSet, OptId
+from harness.symmetry import unnamed_ids
 from specs.kip642 import spec
 from specs.kip642.logic import target_of, voters_of
 from specs.kip642.state import CANDIDATE, KIND, LEADER, LEADER_CHANGE, ROLE, VOTER_ASSIGNMENT, Kip642Config, State
@@ -53,3 +54,11 @@ def drawn(cfg: Kip642Config, s: State) -> dict:
 EXCHANGES = {"fetch": {"src": "follower", "dst": "leader", "lane": "server", "label": "Fetch"},
              "handle_vote_request": {"src": "candidate", "dst": "voter", "lane": "server", "label": "Vote"},
              "stand_against_nonvoter": {"src": "candidate", "dst": "voter", "lane": "server", "label": "Vote"}}
+
+
+def interchangeable(cfg: Kip642Config) -> list[tuple[int, ...]]:
+    """Symmetry: the servers the config names nowhere (no initial voter, leader or target) behave alike."""
+    return unnamed_ids(cfg.servers, cfg.voters, [cfg.leader], *cfg.targets)
+
+
+spec.symmetry(interchangeable)

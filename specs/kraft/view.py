@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from harness.bitset import as_list, as_set, bit
 from harness.itf import OptId
+from harness.symmetry import unnamed_ids
 from specs.kraft import spec
 from specs.kraft.state import (AWAITING_METADATA, BROKER_STATUS, FENCED, NO_RESPONSE_YET, RESPONSE_STATUS, KraftConfig,
                                State)
@@ -60,3 +61,11 @@ def drawn(cfg: KraftConfig, s: State) -> dict:
                ("budget", ", ".join(f"{k} {v}" for k, v in s.budget._asdict().items()))]
     return {"kind": "replicated_log", "controller": controller, "brokers": brokers, "in_flight": in_flight,
             "messages": messages, "history": history}
+
+
+def interchangeable(cfg: KraftConfig) -> list[tuple[int, ...]]:
+    """Symmetry: the brokers the config names nowhere (no replica, ISR member, leader or target) behave alike."""
+    return unnamed_ids(cfg.brokers, cfg.replicas, cfg.isr, [cfg.leader], *cfg.targets)
+
+
+spec.symmetry(interchangeable, id_fields=("replicas",))  # the partition's ordered replica list

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harness.bitset import as_list, as_set
 from harness.itf import OptId
+from harness.symmetry import unnamed_ids
 from specs.zk import spec
 from specs.zk.logic import kafka
 from specs.zk.state import (A0, IDLE, LEADER_AND_ISR, REQUEST_KIND, RESUME, ROLE, STATUS, STEP, U1, U3_DELETE,
@@ -72,3 +73,11 @@ def drawn(cfg: ZkConfig, s: State) -> dict:
     return {"kind": "zk", "status": STATUS.show(s.status), "steps": phase_steps(cfg),
             "step": STEP.show(s.controller.step), "reassignment": reassignment, "znodes": znodes,
             "controllers": controllers, "brokers": brokers, "messages": messages}
+
+
+def interchangeable(cfg: ZkConfig) -> list[tuple[int, ...]]:
+    """Symmetry: the brokers the config names nowhere (no initial replica or target) behave alike."""
+    return unnamed_ids(cfg.brokers, cfg.replicas, *cfg.targets)
+
+
+spec.symmetry(interchangeable, id_fields=("rs", "admin", "trs"))  # replica lists: RS (in ZooKeeper, a controller's), TRS

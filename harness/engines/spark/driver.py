@@ -73,6 +73,8 @@ def make_job(model: Model, checkpoint: str | None, *, check_deadlock: bool = Tru
     cfg = model.config
     deadlock = check_deadlock and model.check_deadlock
     identity = {"spec": model.name, "digest": config_digest(cfg), "check_deadlock": deadlock, "code": code_digest()}
+    if model.symmetry:  # another set of states: a job of its own (without it, the identity is as before)
+        identity["symmetry"] = [list(g) for g in model.symmetry]
     # The default directory names the whole job, so a changed model gets a new one.
     folder = Store(checkpoint if checkpoint is not None else f"checkpoints/{model.name}-{preset_of(cfg) or 'custom'}-{ck.job_id(identity)}")
     store = ck.Checkpoint(folder, identity)
@@ -80,6 +82,8 @@ def make_job(model: Model, checkpoint: str | None, *, check_deadlock: bool = Tru
            "id": store.job, "identity": identity, "check_deadlock": deadlock, "max_depth": max_depth,
            "keep_going": keep_going, "attempt": secrets.token_hex(4), "checkpoint_every": checkpoint_every,
            "deadline": None}
+    if model.symmetry:
+        job["symmetry"] = True  # the tasks rebuild the model reduced
     return job, store
 
 

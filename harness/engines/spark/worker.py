@@ -29,13 +29,13 @@ _MODELS: dict[str, Model] = {}
 
 def _model(job: dict) -> Model:
     """Rebuild the model in this process (executors get the job as plain JSON-like data, not a serialised model)."""
-    key = json.dumps([job["spec"], job["config"], job["preset"]], sort_keys=True)
+    key = json.dumps([job["spec"], job["config"], job["preset"], job.get("symmetry", False)], sort_keys=True)
     m = _MODELS.get(key)
     if m is None:
         from harness.registry import load_spec
 
         spec = load_spec(job["spec"])
-        m = spec.bind(spec.config_from_dict(job["config"], preset=job["preset"]))
+        m = spec.bind(spec.config_from_dict(job["config"], preset=job["preset"]), symmetry=job.get("symmetry", False))
         m.check_deadlock = job["check_deadlock"]
         _MODELS[key] = m
     return m
