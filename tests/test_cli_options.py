@@ -71,7 +71,7 @@ def test_a_time_limit_exits_3_naming_it_with_plain_progress_lines(tmp_path):
 def test_results_on_stdout_with_every_variant_in_the_header(tmp_path):
     code, out, err = run_cli("check", "kraft", "--config", "tiny", "--quiet", "--out", tmp_path)
     assert code == 0 and all(line.startswith("warning: ") for line in err.splitlines())  # diagnostics only
-    assert "kraft config=tiny variants: completion=seed elr=True unclean=False mutation=none engine=bfs" in out
+    assert "kraft config=tiny variants: completion=seed elr=true unclean=false mutation=none engine=bfs" in out
     assert "no violation" in out
 
 

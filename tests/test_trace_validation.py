@@ -161,12 +161,19 @@ def test_a_folder_that_exists_is_refused_and_left_alone(tmp_path):
     assert [p.name for p in folder.iterdir()] == ["notes.txt"] and (folder / "notes.txt").read_text() == "the user's"
 
 
+def test_a_cluster_id_never_starts_with_a_dash():
+    """The storage tool reads `-t -xyz` as an option: one formatting in 64 failed before."""
+    from harness.cluster import kafka_uuid
+    ids = [kafka_uuid() for _ in range(2000)]
+    assert not [i for i in ids if i.startswith("-")] and all(len(i) == 22 for i in ids)
+
+
 def test_bad_input_is_one_line(tmp_path):
     junk = tmp_path / "junk.log"
     junk.write_bytes(b"not a log segment, just bytes" * 10)
     for args, said in ((["--cluster", "--scenario", "nope"], "unknown scenario 'nope' (known: kill-leader, "),
                        (["--metadata-log", junk], "holds no record batch: not a KRaft metadata log"),
-                       ([], "give --cluster (run a scenario) or --metadata-log PATH"),
+                       (["--cluster", "--metadata-log", junk], "give --cluster (run a scenario) or --metadata-log PATH"),
                        (["--cluster", "--kafka", "0.1"], "unknown Kafka version '0.1'")):
         code, out, err = conform(*args)
         assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1, (args, err)

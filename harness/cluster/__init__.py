@@ -69,8 +69,12 @@ def free_port() -> int:
 
 
 def kafka_uuid() -> str:
-    """A cluster id in Kafka's form (a UUID in URL-safe base64, unpadded)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A cluster id in Kafka's form (a UUID in URL-safe base64, unpadded). Never one that starts with '-', as
+    Kafka's `Uuid.randomUuid` avoids too: the storage tool's argument parser reads it as an option (one id in 64
+    made `format -t -...` fail)."""
+    while (text := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+        pass
+    return text
 
 
 def _die_with_parent() -> None:
