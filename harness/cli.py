@@ -583,7 +583,7 @@ def corpus_cmd(out: str, names: tuple) -> None:
 @click.option("--config", "preset", default=None, help="named preset (see `list`)")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="override a config constant")
 @click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE",
-              help="select a protocol variant (kraft: completion=kafka unless given)")
+              help="select a protocol variant (kraft: the completion that matches the Kafka version unless given)")
 @click.option("--mutation", default=None, help="remove one safety rule (see `list`)")
 @click.option("--kafka", "kafka_version", default=None, help="Kafka version (default: the newest resolved, kafka/versions.txt)")
 @click.option("--engine", default="bfs", type=click.Choice(("bfs", "hypothesis")), show_default=True,
@@ -637,12 +637,12 @@ def conform_cmd(ctx, spec_name, preset, settings, variants, mutation, kafka_vers
     spec = load_spec(spec_name)
     if spec.conformance is None:
         raise BadInput(f"{spec_name} declares no conformance with Kafka (kraft does)")
+    version = kafka_version or default_version()
     given = {v.split("=", 1)[0] for v in variants}
-    defaults = tuple(v for v in spec.conformance.variants if v.split("=", 1)[0] not in given)
+    defaults = tuple(v for v in spec.conformance.variants_for(version) if v.split("=", 1)[0] not in given)
     model = spec.bind(spec.config(preset, settings, defaults + tuple(variants), mutation))
     conformance = conform.conformance_of(model)
     check_writable_dir(out, "--out")
-    version = kafka_version or default_version()
     with _progress(quiet, f"comparing with Kafka {version} ...") as progress:
         kafka = KafkaController(version, **conformance.setup(model.config))
 
