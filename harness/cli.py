@@ -619,7 +619,7 @@ def conform_cmd(ctx, spec_name, preset, settings, variants, mutation, kafka_vers
     that could not do the scenario; every JVM the harness starts is stopped on every way out."""
     from harness import conform
     from harness.conform.kafka import KafkaController
-    from harness.kafka import default_version
+    from harness.kafka import classpath, default_version
     from harness.registry import load_spec
 
     validating = on_cluster or metadata_log or list_scenarios
@@ -638,6 +638,7 @@ def conform_cmd(ctx, spec_name, preset, settings, variants, mutation, kafka_vers
     if spec.conformance is None:
         raise BadInput(f"{spec_name} declares no conformance with Kafka (kraft does)")
     version = kafka_version or default_version()
+    classpath(version)  # an unknown or unresolved version: one line, before the variants that match it are picked
     given = {v.split("=", 1)[0] for v in variants}
     defaults = tuple(v for v in spec.conformance.variants_for(version) if v.split("=", 1)[0] not in given)
     model = spec.bind(spec.config(preset, settings, defaults + tuple(variants), mutation))

@@ -155,6 +155,7 @@ def test_kafka_4_0_keeps_its_variant_and_4_4s_declarations_do_not_hide_a_differe
 
 @pytest.mark.parametrize("args, env, message", [
     (["--kafka", "9.9.9"], {}, "unknown Kafka version '9.9.9'"),
+    (["--kafka", "four"], {}, "unknown Kafka version 'four'"),
     ([], {"JAVA_HOME": "/nonexistent-java"}, "JAVA_HOME=/nonexistent-java holds no Java runtime"),
     (["--variant", "completion=seed"], {}, "completion=kafka"),
 ])

@@ -239,7 +239,7 @@ def kafka_completes(isr: int, replicas: tuple, adding: int, removing: int, rules
     Kafka 4.4 (`completion=kafka-4.4`; KAFKA-19975, apache/kafka#21114) completes once every `adding` replica is
     in it, a target replica that was already a replica may be out of it, unless the target is smaller than the
     current assignment (fewer adding than removing): then every target replica must be in it, so that completing
-    does not shrink the ISR."""
+    does not shrink the ISR. It may still leave the ISR below MinISR (preset `kafka-4.4-completion-below-min-isr`)."""
     if not rules.kafka_4_4 or size(adding) < size(removing):
         return not mask(replicas) & ~isr
     return not adding & ~isr
