@@ -197,6 +197,7 @@ def test_the_nightly_runs_every_listed_version_and_reports_its_figures(tmp_path,
     out = nightly.run_conformance(tmp_path)
     newest = out[f"{version} elr=true"]
     assert newest["preset"] == "tiny-fence" and newest["exit"] in (0, 1) and newest["stats"]["transitions_compared"] > 9000
+    assert newest["variant"]["completion"] == bound("tiny").config.completion  # which variant matched the version
     assert out[f"{version} elr=false"]["stats"]["transitions_compared"] > 0
     assert out["9.9.9 elr=true"]["outcome"] == "not run" and "unknown Kafka version" in out["9.9.9 elr=true"]["error"]
     failures = nightly.failures_of({"models": {}, "fuzz": {}, "conformance": out})
