@@ -33,6 +33,8 @@ ADAPTER_SRC := kafka/adapter/org/apache/kafka/controller/ConformAdapter.java
 	javac -nowarn -encoding UTF-8 -d .kafka/$*/adapter.classes -cp '.kafka/$*/lib/*' $(ADAPTER_SRC)
 	jar cf $@.tmp -C .kafka/$*/adapter.classes . && mv $@.tmp $@
 
+# The stamp is what harness.kafka reads (resolved_versions): make must not delete it as an intermediate file.
+.PRECIOUS: .kafka/%/.resolved
 kafka: .kafka/$(KAFKA)/adapter.jar  ## Kafka's jars for one version (default: the newest listed in kafka/versions.txt)
 kafka-all: $(foreach v,$(KAFKA_VERSIONS),.kafka/$(v)/adapter.jar)  ## every version in kafka/versions.txt
 

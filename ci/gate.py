@@ -248,8 +248,9 @@ def conformance_step(names: list[str], failures: list[str], out: Path) -> None:
         spec = load_spec(name)
         if spec.conformance is None or name not in GATE_CONFORM_PRESET:
             continue
-        model = spec.bind(spec.config(GATE_CONFORM_PRESET[name], (), spec.conformance.variants))
-        r = conform.walk_bfs(model, KafkaController(default_version(), **spec.conformance.setup(model.config)))
+        version = default_version()
+        model = spec.bind(spec.config(GATE_CONFORM_PRESET[name], (), spec.conformance.variants_for(version)))
+        r = conform.walk_bfs(model, KafkaController(version, **spec.conformance.setup(model.config)))
         conform.write_divergences(model, r, out)
         declared = ", ".join(f"{k} {v:,}" for k, v in r.declared.items()) or "none"
         console.print(f"  {name}/{GATE_CONFORM_PRESET[name]} vs Kafka {r.kafka_version}: {r.transitions:,} transitions "

@@ -220,7 +220,8 @@ def run_conformance(folder: Path) -> dict:
             data = json.loads(p.stdout)
             div = data["divergence"]
             out[run] = {"preset": preset, "exit": p.returncode, "outcome": data["outcome"], "seconds": seconds,
-                        "stats": data["stats"], "kafka": data["kafka"], "by_class": data["divergences_by_class"],
+                        "variant": data["variant"], "stats": data["stats"], "kafka": data["kafka"],
+                        "by_class": data["divergences_by_class"],
                         "declared": {k: v["count"] for k, v in data["declared"].items() if v["count"]},
                         "divergence": div and {"classification": div["classification"], "trace": div["trace"]},
                         "not_reproduced": (data["not_reproduced"] or {}).get("trace")}
@@ -228,7 +229,8 @@ def run_conformance(folder: Path) -> dict:
             out[run] = {"preset": preset, "exit": p.returncode, "outcome": "not run", "seconds": seconds,
                         "error": (p.stderr.strip().splitlines() or [""])[-1]}
         c = out[run]
-        log(f"  Kafka {run} at {preset}: {c['outcome']}, "
+        log(f"  Kafka {run} at {preset}" + (f" (completion={c['variant']['completion']})" if "variant" in c else "")
+            + f": {c['outcome']}, "
             f"{c.get('stats', {}).get('transitions_compared', 0):,} transitions compared, {seconds} s")
     return out
 

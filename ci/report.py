@@ -126,13 +126,15 @@ def markdown(summary: dict, rows: list[dict]) -> str:
     if summary.get("conformance"):
         lines += ["", "kraft against Kafka's controller (`conform`; exit 1 = a divergence, or a declared Kafka behaviour "
                   "the model does not reproduce yet):", "",
-                  "| Kafka | config | outcome | transitions compared | beyond a declared divergence | declared | seconds |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| Kafka | model variant | config | outcome | transitions compared | beyond a declared divergence "
+                  "| declared | seconds |", "|---|---|---|---|---|---|---|---|"]
         for version, c in summary["conformance"].items():
             st = c.get("stats", {})
             declared = ", ".join(f"{k} {v:,}" for k, v in c.get("declared", {}).items()) or c.get("error", "none")
-            lines.append(f"| {version} | {c['preset']} | {c['outcome']} | {st.get('transitions_compared', 0):,} | "
-                         f"{st.get('not_compared', 0):,} | {declared} | {c['seconds']} |")
+            completion = c.get("variant", {}).get("completion", "-")
+            lines.append(f"| {version} | completion={completion} | {c['preset']} | {c['outcome']} | "
+                         f"{st.get('transitions_compared', 0):,} | {st.get('not_compared', 0):,} | {declared} | "
+                         f"{c['seconds']} |")
     lines += ["", "Liveness (graph engine):", ""]
     for name, m in summary["models"].items():
         live = m.get("liveness")

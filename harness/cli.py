@@ -605,7 +605,7 @@ def corpus_cmd(out: str, names: tuple) -> None:
 @click.option("--config", "preset", default=None, help="named preset (see `list`)")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="override a config constant")
 @click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE",
-              help="select a protocol variant (kraft: completion=kafka unless given)")
+              help="select a protocol variant (kraft: the completion that matches the Kafka version unless given)")
 @click.option("--mutation", default=None, help="remove one safety rule (see `list`)")
 @click.option("--kafka", "kafka_version", default=None, help="Kafka version (default: the newest resolved, kafka/versions.txt)")
 @click.option("--engine", default="bfs", type=click.Choice(("bfs", "hypothesis")), show_default=True,
@@ -641,7 +641,7 @@ def conform_cmd(ctx, spec_name, preset, settings, variants, mutation, kafka_vers
     that could not do the scenario; every JVM the harness starts is stopped on every way out."""
     from harness import conform
     from harness.conform.kafka import KafkaController
-    from harness.kafka import default_version
+    from harness.kafka import classpath, default_version
     from harness.registry import load_spec
 
     validating = on_cluster or metadata_log or list_scenarios
@@ -659,12 +659,13 @@ def conform_cmd(ctx, spec_name, preset, settings, variants, mutation, kafka_vers
     spec = load_spec(spec_name)
     if spec.conformance is None:
         raise BadInput(f"{spec_name} declares no conformance with Kafka (kraft does)")
+    version = kafka_version or default_version()
+    classpath(version)  # an unknown or unresolved version: one line, before the variants that match it are picked
     given = {v.split("=", 1)[0] for v in variants}
-    defaults = tuple(v for v in spec.conformance.variants if v.split("=", 1)[0] not in given)
+    defaults = tuple(v for v in spec.conformance.variants_for(version) if v.split("=", 1)[0] not in given)
     model = spec.bind(spec.config(preset, settings, defaults + tuple(variants), mutation))
     conformance = conform.conformance_of(model)
     check_writable_dir(out, "--out")
-    version = kafka_version or default_version()
     with _progress(quiet, f"comparing with Kafka {version} ...") as progress:
         kafka = KafkaController(version, **conformance.setup(model.config))
 

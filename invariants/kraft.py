@@ -15,7 +15,7 @@ from harness.bitset import as_list, as_set, mask, size
 from harness.model import Violated
 from specs.kraft import spec
 from specs.kraft.logic import gone
-from specs.kraft.state import FENCED, State
+from specs.kraft.state import FENCED, State, follows_kafka
 
 
 def has_prefix(log: tuple, prefix: tuple) -> bool:
@@ -87,7 +87,7 @@ def elr_subset_of_replicas(cfg, s: State):
     Kafka keeps removed replicas in the ELR (PartitionChangeBuilder.maybePopulateTargetElr after a
     completion), so there it holds vacuously."""
     outside = s.partition.elr & ~mask(s.partition.replicas)
-    if cfg.completion == "kafka" or not outside:
+    if follows_kafka(cfg) or not outside:
         return True
     return Violated(f"ELR members {as_set(outside)} are not replicas {as_list(s.partition.replicas)}")
 

@@ -27,8 +27,9 @@ pytestmark = pytest.mark.skipif(not resolved_versions() or not has_adapter(resol
 
 
 def bound(preset: str, *variants: str, mutation: str | None = None):
+    """The model `conform` compares with the default Kafka version: the variants that match it."""
     spec = load_spec("kraft")
-    return spec.bind(spec.config(preset, (), ("completion=kafka",) + variants, mutation))
+    return spec.bind(spec.config(preset, (), spec.conformance.variants_for(default_version()) + variants, mutation))
 
 
 def kafka_for(model):
@@ -91,7 +92,7 @@ def test_the_cli_reports_counts_in_text_and_json(tmp_path):
     code, out, err = run_cli("conform", "kraft", "--config", "tiny", "--json", "--out", tmp_path)
     assert code == 0 and err == "", err  # nothing from the JVM's logging either
     data = json.loads(out)
-    assert data["outcome"] == "conformant" and data["variant"]["completion"] == "kafka"
+    assert data["outcome"] == "conformant" and data["variant"]["completion"] == bound("tiny").config.completion
     assert data["stats"]["states"] == 1201 and data["stats"]["transitions_compared"] == 3583
     assert data["declared"]["new-leader-elected"]["count"] == 28
     code, out, err = run_cli("conform", "kraft", "--config", "tiny", "--max-states", "100", "--out", tmp_path)
@@ -115,8 +116,46 @@ def test_kafka_3_9_handles_a_clean_restart_as_unclean_as_declared(tmp_path):
     assert replay(read_trace(data["not_reproduced"]["trace"])).ok
 
 
+def conform_json(tmp_path, version: str, *args: str) -> tuple[int, dict]:
+    code, out, err = run_cli("conform", "kraft", "--config", "tiny-fence", "--kafka", version, "--json", "--out",
+                             tmp_path, *args)
+    assert code in (0, 1), err
+    return code, json.loads(out)
+
+
+def resolved(version: str):
+    return pytest.mark.skipif(version not in resolved_versions() or not has_adapter(version),
+                              reason=f"make kafka KAFKA={version}")
+
+
+@resolved("4.4.0")
+def test_kafka_4_4_conforms_with_its_variant_and_not_with_4_0s(tmp_path):
+    """conform picks completion=kafka-4.4 for 4.4.0: every transition compared, none diverging; 4.0's variant
+    (named) diverges where KAFKA-19975 completes [1,2] -> [2,3] with 2 fenced, as declared for that variant."""
+    code, data = conform_json(tmp_path, "4.4.0")
+    assert code == 0 and data["outcome"] == "conformant" and data["variant"]["completion"] == "kafka-4.4"
+    assert (data["stats"]["states"], data["stats"]["transitions_compared"], data["stats"]["not_compared"]) == (
+        4718, 14535, 0)
+    code, data = conform_json(tmp_path, "4.4.0", "--variant", "completion=kafka")
+    assert code == 1 and data["divergence"] is None and data["stats"]["not_compared"] > 0
+    nr = data["not_reproduced"]
+    assert nr["classification"] == "not reproduced: completion-relaxed" and nr["step"] == 7
+    assert nr["differences"]["replicas"] == {"model": [2, 3, 1], "kafka": [2, 3]}
+    assert replay(read_trace(nr["trace"])).ok
+
+
+@resolved("4.0.0")
+def test_kafka_4_0_keeps_its_variant_and_4_4s_declarations_do_not_hide_a_difference(tmp_path):
+    code, data = conform_json(tmp_path, "4.0.0")
+    assert code == 0 and data["outcome"] == "conformant" and data["variant"]["completion"] == "kafka"
+    code, data = conform_json(tmp_path, "4.0.0", "--variant", "completion=kafka-4.4")
+    d = data["divergence"]  # 4.0 waits for replica 2: unclassified, not "completion-relaxed" (declared for kafka)
+    assert code == 1 and d is not None and d["classification"].startswith("unclassified") and d["step"] == 7
+
+
 @pytest.mark.parametrize("args, env, message", [
     (["--kafka", "9.9.9"], {}, "unknown Kafka version '9.9.9'"),
+    (["--kafka", "four"], {}, "unknown Kafka version 'four'"),
     ([], {"JAVA_HOME": "/nonexistent-java"}, "JAVA_HOME=/nonexistent-java holds no Java runtime"),
     (["--variant", "completion=seed"], {}, "completion=kafka"),
 ])
@@ -158,6 +197,7 @@ def test_the_nightly_runs_every_listed_version_and_reports_its_figures(tmp_path,
     out = nightly.run_conformance(tmp_path)
     newest = out[f"{version} elr=true"]
     assert newest["preset"] == "tiny-fence" and newest["exit"] in (0, 1) and newest["stats"]["transitions_compared"] > 9000
+    assert newest["variant"]["completion"] == bound("tiny").config.completion  # which variant matched the version
     assert out[f"{version} elr=false"]["stats"]["transitions_compared"] > 0
     assert out["9.9.9 elr=true"]["outcome"] == "not run" and "unknown Kafka version" in out["9.9.9 elr=true"]["error"]
     failures = nightly.failures_of({"models": {}, "fuzz": {}, "conformance": out})

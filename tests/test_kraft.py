@@ -14,7 +14,7 @@ from harness.model import Action
 from harness.registry import load_spec
 from harness.trace import read_trace
 from specs.kraft import logic
-from specs.kraft.state import Partition, Rules
+from specs.kraft.state import FENCED, Partition, Rules
 from tests.conftest import ROOT
 
 SPEC = load_spec("kraft")
@@ -192,10 +192,59 @@ def test_kafka_election_order_and_elr():
     assert (logic.members(r.isr), r.leader) == ([1], 0)
 
 
+KAFKA_4_4 = Rules(min_isr=2, elr=True, unclean=False, kafka_4_4=True)
+KAFKA_4_0 = KAFKA_4_4._replace(kafka_4_4=False)
+
+
+def test_kafka_4_4_completes_with_an_old_target_replica_out_of_the_isr():
+    """KAFKA-19975 (PartitionReassignmentReplicas in 4.4.0): [1,2] -> [2,3] with 2 out of the ISR completes once
+    the adding 3 is in it; 4.0 waits for 2. A smaller target ([1,2,3] -> [1,3]) still waits for every target
+    replica, and an adding replica out of the ISR still blocks."""
+    p = part([2, 3, 1], [1], 1, adding=[3], removing=[1], elr=[2])  # 2 was fenced out of ISR {1,2}
+    r = logic.kafka_build(p, KAFKA_4_4, ALL, target_isr=mask([1, 3]))
+    assert (list(r.replicas), logic.members(r.isr), r.leader, r.adding, r.removing) == ([2, 3], [3], 3, 0, 0)
+    assert logic.members(r.elr) == [1, 2]  # the ISR stays below MinISR: 1 leaves it for the ELR
+    waits = logic.kafka_build(p, KAFKA_4_0, ALL, target_isr=mask([1, 3]))
+    assert (list(waits.replicas), logic.members(waits.adding)) == ([2, 3, 1], [3])
+    smaller = part([1, 2, 3], [1, 2], 1, removing=[2])
+    assert logic.kafka_build(smaller, KAFKA_4_4, ALL, target_isr=smaller.isr) is None  # 3 is out: no change
+    done = logic.kafka_build(smaller, KAFKA_4_4, ALL, target_isr=mask([1, 2, 3]))
+    assert (list(done.replicas), logic.members(done.isr)) == ([1, 3], [1, 3])
+    assert logic.kafka_build(p, KAFKA_4_4, ALL, target_isr=mask([1])) is None  # 3 not in the ISR: no change
+
+
+def test_kafka_4_4_elects_the_last_known_leader_only_if_acceptable():
+    """PartitionChangeBuilder.canElectLastKnownLeader: with ISR and ELR empty, 4.0 elects the last known leader
+    even if it is fenced (it only logs that); 4.4 leaves the partition leaderless until it is acceptable."""
+    p = part([1, 2], [], 0, lkl=[1])._replace(isr=0)
+    fenced_1 = ALL & ~(1 << 1)
+    assert logic.kafka_build(p, KAFKA_4_0, fenced_1, target_isr=0).leader == 1
+    assert logic.kafka_build(p, KAFKA_4_4, fenced_1, target_isr=0) is None
+    r = logic.kafka_build(p, KAFKA_4_4, ALL, target_isr=0)
+    assert (r.leader, logic.members(r.isr), r.recovering) == (1, [1], True)
+
+
+def test_kafka_4_4_variant_completes_sooner_in_the_model():
+    """The variant through the rules: at tiny-fence only kafka-4.4 completes [1,2] -> [2,3] with broker 2 fenced,
+    below MinISR (the expected violation of its preset, whose committed trace shows it)."""
+    r = bfs.explore(model("tiny-fence", variants=["completion=kafka"]))
+    assert r.complete and not r.violations
+    preset = "kafka-4.4-completion-below-min-isr"
+    r = bfs.explore(model(preset))
+    [v] = r.violations
+    assert v.outcome.property == "CompletionRespectsMinIsr" and len(v.states) - 1 == 7
+    assert SPEC.declared_failure(SPEC.config(preset), "invariant", v.outcome.property) is not None
+    assert v.states[-1].partition.replicas == (2, 3) and v.states[-1].brokers[1].status == FENCED
+    [path] = (ROOT / "counterexamples").glob(f"kraft-{preset}-*.itf.json")
+    trace = read_trace(path)
+    assert len(trace.states) == len(v.states) and not trace.model.holds("CompletionRespectsMinIsr", trace.states[-1])
+
+
 # ------------------------------------------------------------------------ variants, mutations
 
 @pytest.mark.parametrize("variants", [[], ["completion=kafka"], ["unclean=true"], ["completion=kafka", "unclean=true"],
-                                      ["elr=false"], ["completion=kafka", "elr=false"]])
+                                      ["elr=false"], ["completion=kafka", "elr=false"], ["completion=kafka-4.4"],
+                                      ["completion=kafka-4.4", "elr=false"]])
 def test_tiny_exhausts_without_violation_for_each_variant(variants):
     r = bfs.explore(model("tiny", variants=variants))
     assert r.complete and not r.violations and r.stats["distinct"] > 500

@@ -154,6 +154,7 @@ def test_the_report_has_a_conformance_row_per_kafka_version_and_an_undeclared_di
     import report
 
     ok = {"preset": "ci", "exit": 0, "outcome": "conformant", "seconds": 274.0, "by_class": {"abstraction": 5236},
+          "variant": {"completion": "kafka", "elr": True, "unclean": False},
           "stats": {"transitions_compared": 4451336, "not_compared": 0}, "declared": {"new-leader-elected": 5236},
           "divergence": None, "not_reproduced": None}
     broken = dict(ok, exit=1, outcome="divergence", divergence={"classification": "unclassified", "trace": "t.itf.json"})
@@ -162,8 +163,8 @@ def test_the_report_has_a_conformance_row_per_kafka_version_and_an_undeclared_di
                "conformance": {"4.0.0": ok, "9.0.0": broken}}
     report.render(tmp_path, summary, [])
     html = (tmp_path / "report.html").read_text()
-    assert '<tr data-kafka="4.0.0"><td>4.0.0</td><td>ci</td><td>conformant</td><td>4,451,336</td><td>0</td>' \
+    assert '<tr data-kafka="4.0.0"><td>4.0.0</td><td>completion=kafka</td><td>ci</td><td>conformant</td><td>4,451,336</td><td>0</td>' \
            '<td>new-leader-elected 5236</td><td>274.0</td></tr>' in html
     md = (tmp_path / "summary.md").read_text()
-    assert "| 4.0.0 | ci | conformant | 4,451,336 | 0 | new-leader-elected 5,236 | 274.0 |" in md
+    assert "| 4.0.0 | completion=kafka | ci | conformant | 4,451,336 | 0 | new-leader-elected 5,236 | 274.0 |" in md
     assert nightly.failures_of(summary) == ["kraft vs Kafka 9.0.0: unclassified (t.itf.json)"]

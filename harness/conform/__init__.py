@@ -68,13 +68,20 @@ class Declared:
     """A divergence the spec declares, with why: `kind` is "abstraction" (the model abstracts Kafka here on
     purpose) or "not reproduced" (Kafka behaviour the model does not reproduce yet). `matches(call,
     differences, versions)` says whether a divergence is this one: `differences` maps each differing field to
-    (model, Kafka); `version` is the Kafka version."""
+    (model, Kafka); `version` is the Kafka version. `variants` (NAME=VALUE) limits it to the model variant it is
+    about, so that it never hides a difference of another variant."""
 
     name: str
     kind: str
     why: str
     matches: Callable[[Call, dict, str], bool]
     changes_state: bool = False  # the controller's state differs afterwards (the states beyond are not compared)
+    variants: tuple[str, ...] = ()
+
+    def about(self, cfg) -> bool:
+        """The model runs the variants this declaration is about (any, if it names none)."""
+        return all(str(getattr(cfg, name)).lower() == value.lower()
+                   for name, value in (v.split("=", 1) for v in self.variants))
 
 
 @dataclass
@@ -89,7 +96,22 @@ class Conformance:
     setup: Callable[[Any], dict]  # cfg -> the Kafka side's topic and brokers (KafkaController's arguments)
     declared: list[Declared] = field(default_factory=list)
     mapping: list[tuple[str, str, str]] = field(default_factory=list)  # (rule, Kafka call, what is compared): docs
-    variants: tuple[str, ...] = ()  # NAME=VALUE variants `conform` selects unless the user names them
+    # (first Kafka release "MAJOR.MINOR", NAME=VALUE variants): the variants that match Kafka's controller from that
+    # release on, oldest first; `conform` selects those of the version it runs, unless the user names them
+    variants: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+
+    def variants_for(self, version: str) -> tuple[str, ...]:
+        """The variants that match Kafka `version`: those of the newest listed release not after it."""
+        chosen: tuple[str, ...] = ()
+        for first, variants in self.variants:
+            if release(first) <= release(version):
+                chosen = variants
+        return chosen
+
+
+def release(version: str) -> tuple:
+    """A Kafka version's (major, minor): 4.4.0 -> (4, 4)."""
+    return tuple(int(part) for part in version.split(".")[:2])
 
 
 FIELDS = ControllerView._fields
@@ -172,7 +194,8 @@ class Comparer:
         return out
 
     def classify(self, call: Call, differences: dict) -> Declared | None:
-        return next((d for d in self.conf.declared if d.matches(call, differences, self.kafka.version)), None)
+        return next((d for d in self.conf.declared
+                     if d.about(self.cfg) and d.matches(call, differences, self.kafka.version)), None)
 
 
 def _plain(value: Any) -> Any:
@@ -473,8 +496,8 @@ def summary(model: Model, result: ConformResult) -> dict:
         "stats": {"states": result.states, "transitions_compared": result.transitions,
                   "controller_transitions": result.controller_transitions, "kafka_calls": result.kafka_calls,
                   "not_compared": result.not_compared, "walks": result.walks, "seconds": round(result.seconds, 2)},
-        "declared": {d.name: {"kind": d.kind, "count": result.declared.get(d.name, 0), "why": d.why}
-                     for d in conf.declared},
+        "declared": {d.name: {"kind": d.kind, "count": result.declared.get(d.name, 0), "why": d.why,
+                              "variants": list(d.variants)} for d in conf.declared},
         "divergences_by_class": by_class,
         "mapping": [{"rule": rule, "kafka": call, "compared": compared} for rule, call, compared in conf.mapping],
         "divergence": result.divergence.to_json() if result.divergence else None,

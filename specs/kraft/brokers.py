@@ -13,7 +13,8 @@ from specs.kraft.logic import acts_as_leader, commit_partition, fresh_broker, wi
 from specs.kraft.speed import (acceptable, after_fetch, broker_after_learning, broker_facts, disruption_room,
                                kafka_build, rules_of, set_brokers, set_request, some_broker_is, update_broker)
 from specs.kraft.state import (ACCEPTED, AWAITING_METADATA, CRASHED, FENCED, INELIGIBLE_REPLICA, NO_REQUEST,
-                               NO_RESPONSE, NO_RESPONSE_YET, OFFLINE, AlterPartition, Response, State, brokers)
+                               NO_RESPONSE, NO_RESPONSE_YET, OFFLINE, AlterPartition, Response, State, brokers,
+                               follows_kafka)
 
 
 @spec.rule(broker=brokers, fair=True)
@@ -280,7 +281,7 @@ def restart_after_unclean_shutdown(cfg, s, broker, keep):
     p = s.partition
     if cfg.mutated.keep_unclean_in_elr:
         new = p
-    elif cfg.completion == "kafka":
+    elif follows_kafka(cfg):
         new = kafka_build(p, rules_of(cfg), acceptable(s), target_isr=p.isr & ~bit(broker),
                           unclean_shutdown=bit(broker)) or p
     elif p.elr & bit(broker):

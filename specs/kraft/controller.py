@@ -14,7 +14,7 @@ from specs.kraft.speed import (acceptable, broker_facts, disruption_room, kafka_
                                removals, rules_of, seed_alter_isr, seed_cancel, seed_clean_election, seed_reassign,
                                seed_remove_broker, seed_unclean_election, some_broker_is, update_broker)
 from specs.kraft.state import (ACCEPTED, FENCED, NO_RESPONSE_YET, PICK, UNFENCED, Partition, Response, State, brokers,
-                               leader_choices, target_text, targets)
+                               follows_kafka, leader_choices, target_text, targets)
 
 
 @spec.rule(target=targets, new_leader=leader_choices, format={"target": target_text, **PICK},
@@ -31,7 +31,7 @@ def alter_partition_reassignments(cfg, s, target, new_leader):
     nothing to add, the completion change at once if the completion rules hold.
     """
     p, rules = s.partition, rules_of(cfg)
-    if cfg.completion == "kafka":
+    if follows_kafka(cfg):
         new = kafka_reassign(p, cfg.targets[target], rules, acceptable(s)) if not new_leader else None
     else:
         new = seed_reassign(p, cfg.targets[target], rules, acceptable(s), new_leader)
@@ -46,7 +46,7 @@ def cancellable(cfg, s: State) -> bool:
     per leader choice)."""
     p = s.partition
     return (s.budget.cancels > 0 and in_progress(p)
-            and (cfg.completion == "kafka" or not seed_cancel_refused(p, rules_of(cfg))))
+            and (follows_kafka(cfg) or not seed_cancel_refused(p, rules_of(cfg))))
 
 
 @spec.rule(new_leader=leader_choices, format=PICK, precondition=cancellable, applies=lambda cfg: cfg.max_cancels > 0)
@@ -62,7 +62,7 @@ def cancel_reassignment(cfg, s, new_leader):
     Next: the original replicas, the ISR without the `adding` replicas, a leader among them.
     """
     p, rules = s.partition, rules_of(cfg)
-    if cfg.completion == "kafka":
+    if follows_kafka(cfg):
         new = kafka_cancel(p, rules, acceptable(s)) if not new_leader else None
     else:
         new = seed_cancel(p, rules, acceptable(s), new_leader)
@@ -101,7 +101,7 @@ def handle_alter_partition(cfg, s, leader, new_leader):
         if new_leader:
             return None  # no partition change, so no leader pick
         return update_broker(s, leader, b._replace(response=Response(verdict, 0, 0, 0)))
-    if cfg.completion == "kafka":
+    if follows_kafka(cfg):
         if new_leader:
             return None
         new = kafka_build(p, rules, live, target_isr=req.isr, recovered=True)
@@ -131,7 +131,7 @@ def removed(cfg, s: State, broker: int, new_leader: int, unclean_shutdown: int) 
     """What `remove_broker` says, computed."""
     p, rules = s.partition, rules_of(cfg)
     live = acceptable(s) & ~bit(broker)
-    if cfg.completion == "kafka":
+    if follows_kafka(cfg):
         if new_leader:
             return None
         return kafka_build(p, rules, live, target_isr=p.isr & ~bit(broker), unclean_shutdown=unclean_shutdown) or p
@@ -177,7 +177,7 @@ def unfence(cfg, s, broker):
     if b.status != FENCED:
         return None
     s2 = update_broker(s, broker, b._replace(status=UNFENCED))
-    if cfg.completion == "kafka" and not s.partition.leader:
+    if follows_kafka(cfg) and not s.partition.leader:
         new = kafka_build(s.partition, rules_of(cfg), acceptable(s2), target_isr=s.partition.isr)
         if new is not None:
             return commit_partition(cfg, s2, s.partition, new)

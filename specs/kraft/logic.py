@@ -23,6 +23,8 @@ The controller's partition changes follow one of two protocols, selected by the 
   `PartitionReassignmentRevert`, the deterministic election order of `electAnyLeader`, the
   effective MinISR `min(minISR, |replicas|)` of `ReplicationControlManager.getTopicEffectiveMinIsr`,
   and the leader epoch bumped only on a leader change or a replica set that is not a superset.
+  That is Kafka 4.0's controller; `kafka-4.4` is Kafka 4.4.0's, which differs in two places:
+  KAFKA-19975's completion rule (`kafka_completes`) and the last known leader elected only if acceptable.
 
 Broker sets are bitmasks (bit b = broker b). ISR order is not kept: Kafka's ISR order has no
 effect on any rule modelled here (elections iterate the replica list).
@@ -38,7 +40,7 @@ from typing import NamedTuple
 from harness.bitset import bit, mask, members, size
 from specs.kraft.state import (ACCEPTED, AWAITING_METADATA, FENCED, GONE, INELIGIBLE_REPLICA, NO_LEADER, NO_RESPONSE,
                                STALE_REQUEST, UNFENCED, AlterPartition, Broker, Budget, Partition, Rules, State,
-                               NO_REQUEST, brokers)
+                               NO_REQUEST, brokers, follows_kafka)
 
 # -------------------------------------------------------------------------------------- helpers
 
@@ -233,6 +235,18 @@ def seed_cancel(p: Partition, rules: Rules, acceptable: int, choice: int) -> Par
 ONLINE, UNCLEAN = "online", "unclean"
 
 
+def kafka_completes(isr: int, replicas: tuple, adding: int, removing: int, rules: Rules) -> bool:
+    """`PartitionReassignmentReplicas.maybeCompleteReassignment`'s rule, given the ISR and replicas without the
+    `removing` replicas (neither empty): Kafka 4.0 completes only with every target replica in that ISR.
+    Kafka 4.4 (`completion=kafka-4.4`; KAFKA-19975, apache/kafka#21114) completes once every `adding` replica is
+    in it, a target replica that was already a replica may be out of it, unless the target is smaller than the
+    current assignment (fewer adding than removing): then every target replica must be in it, so that completing
+    does not shrink the ISR. It may still leave the ISR below MinISR (preset `kafka-4.4-completion-below-min-isr`)."""
+    if not rules.kafka_4_4 or size(adding) < size(removing):
+        return not mask(replicas) & ~isr
+    return not adding & ~isr
+
+
 def kafka_build(
     p: Partition,
     rules: Rules,
@@ -259,7 +273,8 @@ def kafka_build(
         trim = 0 if rules.mutated.keep_removing_in_isr else removing
         new_isr = isr & ~trim
         new_replicas = tuple(r for r in replicas if not removing >> r & 1)
-        complete = bool(new_isr) and bool(new_replicas) and not mask(new_replicas) & ~(new_isr & ~removing)
+        complete = (bool(new_isr) and bool(new_replicas)
+                    and kafka_completes(new_isr & ~removing, new_replicas, adding, removing, rules))
         if complete:
             isr, replicas, adding, removing = new_isr, new_replicas, 0, 0
 
@@ -285,8 +300,11 @@ def kafka_build(
                 leader = r
                 break
         else:
-            if rules.elr and not isr and not elr and size(p.last_known_elr) == 1:
-                leader, unclean_pick = members(p.last_known_elr)[0], True  # acceptability not enforced
+            if rules.elr and not isr and not elr and size(p.last_known_elr) == 1 and (
+                    not rules.kafka_4_4 or acceptable & p.last_known_elr):
+                # canElectLastKnownLeader: 4.0 logs an unacceptable last known leader and elects it anyway;
+                # 4.4 refuses it (a broker re-registering after an unclean shutdown is elected when it unfences)
+                leader, unclean_pick = members(p.last_known_elr)[0], True
             elif election == UNCLEAN:
                 for r in replicas:
                     if acceptable & bit(r):
@@ -483,7 +501,7 @@ def with_broker(s: State, broker: int, new: Broker) -> tuple:
 def effective_min_isr(cfg, p: Partition) -> int:
     """MinISR as the controller applies it: Kafka takes min(MinISR, |replicas|)
     (`ReplicationControlManager.getTopicEffectiveMinIsr`)."""
-    return min(cfg.min_isr, len(p.replicas)) if cfg.completion == "kafka" else cfg.min_isr
+    return min(cfg.min_isr, len(p.replicas)) if follows_kafka(cfg) else cfg.min_isr
 
 
 def commit_partition(cfg, s: State, old: Partition, new: Partition, **changes) -> State:

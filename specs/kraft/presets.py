@@ -44,6 +44,9 @@ PRESETS = {
     "last-replica-standing": {"elr": False, "max_unclean_shutdowns": 2},
     "kafka-cancel-without-elr": {"completion": "kafka", "elr": False, "isr": [1], "max_records": 1,
                                  "max_unclean_shutdowns": 1, "max_disruptions": 1},
+    # tiny-fence with Kafka 4.4's controller: the move [1,2] -> [2,3] completes with ISR {3} < MinISR 2.
+    "kafka-4.4-completion-below-min-isr": {"completion": "kafka-4.4", "max_faults": 1, "max_records": 0,
+                                           "max_cancels": 0},
     # Beyond BFS reach, for the Hypothesis engine: 6 brokers, RF 5, two reassignments and faults.
     "large": {"brokers": 6, "replicas": [1, 2, 3, 4, 5], "isr": [1, 2, 3, 4, 5], "min_isr": 3,
               "targets": [[1, 2, 3, 4, 6], [2, 3, 4, 5, 6]], "max_reassignments": 2, "max_records": 3, "max_faults": 2,
@@ -60,4 +63,11 @@ EXPECTED = {
                                 "cancellation only when the reverted ISR is empty, not below MinISR as "
                                 f"{REASSIGNMENT_DESC} §4.5 does; without ELR the leader then commits with "
                                 "ISR < MinISR and one unclean shutdown loses the committed record",
+    "kafka-4.4-completion-below-min-isr": "Kafka 4.4's controller (PartitionReassignmentReplicas, KAFKA-19975) "
+                                          "completes a reassignment once its adding replicas are in the ISR when the "
+                                          "target is not smaller than the current assignment: [1,2] -> [2,3] with "
+                                          "broker 2 fenced completes with ISR {3} < MinISR 2 (Kafka 4.4.0 does so, "
+                                          "`conform`); the ISR was already below MinISR and the ELR keeps 1 and 2 "
+                                          f"as leader candidates, but {REASSIGNMENT_DESC} §4.2's completion rule 1 "
+                                          "no longer holds",
 }

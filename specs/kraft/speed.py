@@ -63,7 +63,7 @@ def rules_of(cfg: KraftConfig) -> Rules:
     to a memoized controller function above, whose cache then compares it by identity."""
     rules = cfg.__dict__.get("_rules")
     if rules is None:
-        rules = Rules(cfg.min_isr, cfg.elr, cfg.unclean, cfg.mutated)
+        rules = Rules(cfg.min_isr, cfg.elr, cfg.unclean, cfg.mutated, cfg.completion == "kafka-4.4")
         object.__setattr__(cfg, "_rules", rules)
     return rules
 

@@ -50,8 +50,10 @@ MAX_RECORDS = 100  # restart_after_unclean_shutdown has an action per (broker, f
 @dataclass(frozen=True)
 class KraftConfig(Config):
     completion: str = variant("seed", f"completion rule and controller logic: seed = the protocol description "
-                                      f"({REASSIGNMENT_DESC} §4.2), kafka = Kafka's controller "
-                                      f"(ReplicationControlManager, PartitionChangeBuilder)", ("seed", "kafka"))
+                                      f"({REASSIGNMENT_DESC} §4.2), kafka = Kafka 4.0's controller "
+                                      f"(ReplicationControlManager, PartitionChangeBuilder), kafka-4.4 = Kafka 4.4's "
+                                      f"(KAFKA-19975's completion rule; the last known leader elected only if "
+                                      f"acceptable)", ("seed", "kafka", "kafka-4.4"))
     elr: bool = variant(True, "KIP-966 Eligible Leader Replicas")
     unclean: bool = variant(False, "unclean.leader.election.enable")
     brokers: int = param(3, "brokers 1..N", lo=1, hi=MAX_BROKERS)
@@ -78,6 +80,11 @@ class KraftConfig(Config):
         if not set(self.isr) <= set(self.replicas) or self.leader not in self.isr:
             return "isr must be a subset of replicas and contain the leader"
         return None
+
+
+def follows_kafka(cfg) -> bool:
+    """The config runs Kafka's controller logic (completion=kafka or kafka-4.4), not the protocol description's."""
+    return cfg.completion != "seed"
 
 
 # ------------------------------------------------------------ parameter domains and formats
@@ -142,6 +149,7 @@ class Rules(NamedTuple):
     elr: bool  # KIP-966 Eligible Leader Replicas enabled
     unclean: bool  # unclean.leader.election.enable
     mutated: Any = UNMUTATED  # the config's mutation flags (cfg.mutated)
+    kafka_4_4: bool = False  # Kafka 4.4's controller changes (completion=kafka-4.4)
 
 
 class AlterPartition(NamedTuple):
