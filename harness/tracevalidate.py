@@ -148,8 +148,10 @@ class Verdict:
     model: Model | None = None
 
 
-def model_for(observed: Observed, targets: tuple[tuple[int, ...], ...], ids: dict[int, int]) -> Model:
-    """The kraft model with the config the log (and the scenario's targets) determine."""
+def model_for(observed: Observed, targets: tuple[tuple[int, ...], ...], ids: dict[int, int],
+              completion: str = "kafka") -> Model:
+    """The kraft model with the config the log (and the scenario's targets) determine, in the `completion`
+    variant of the Kafka version that wrote the log."""
     from harness.registry import load_spec
     spec = load_spec("kraft")
     p = observed.partition
@@ -158,7 +160,7 @@ def model_for(observed: Observed, targets: tuple[tuple[int, ...], ...], ids: dic
         return observed.topic_configs.get(name, observed.cluster_configs.get(name, default))
 
     values = dict(
-        completion="kafka", elr=observed.features.get("eligible.leader.replicas.version", 0) >= 1,
+        completion=completion, elr=observed.features.get("eligible.leader.replicas.version", 0) >= 1,
         unclean=setting("unclean.leader.election.enable", "false").lower() == "true",
         brokers=len(ids), replicas=tuple(ids[r] for r in p["replicas"]), isr=tuple(ids[r] for r in p["isr"]),
         leader=ids.get(p["leader"], 1), min_isr=int(setting("min.insync.replicas", "1")),
@@ -227,7 +229,7 @@ def _closure(model: Model, frontier: dict, projection) -> dict:
 
 
 def validate(batches: list[Batch], topic: str | None = None,
-             targets: tuple[tuple[int, ...], ...] | None = None) -> Verdict:
+             targets: tuple[tuple[int, ...], ...] | None = None, completion: str = "kafka") -> Verdict:
     """Validate a metadata log's batches against the kraft model (see the module's docstring)."""
     observed = Observed()
     records_read = sum(len(b.records) for b in batches)
@@ -249,7 +251,7 @@ def validate(batches: list[Batch], topic: str | None = None,
                                         f"replica {missing[0]} was never registered" if missing
                                         else f"{len(ids)} brokers: the model has at most 8")
                 chosen = targets if targets is not None else targets_in(batches, observed.topic_id)
-                model = verdict.model = model_for(observed, chosen, ids)
+                model = verdict.model = model_for(observed, chosen, ids, completion)
                 verdict.topic = observed.topic
         if model is None:
             continue

@@ -57,7 +57,7 @@ def test_the_short_scenario_is_explained_and_a_tampered_isr_is_not(tmp_path):
     # reassignment growth and completion, the fencing, the re-registration, the unfencing, the ISR expansion
     assert answer["model_steps_matched"] >= 5
     assert answer["records_validated"] >= answer["model_steps_matched"] and answer["records_read"] > 20
-    assert answer["model_config"]["completion"] == "kafka" and answer["model_config"]["brokers"] == 3
+    assert answer["model_config"]["completion"] == "kafka-4.4" and answer["model_config"]["brokers"] == 3  # 4.4.0: KAFKA-19975
     assert answer["model_config"]["replicas"] == [1, 2] and [2, 3] in answer["model_config"]["targets"]
     side = answer["broker_side"]
     assert side["matches_model"] is True and side["describe"]["replicas"] == [2, 3]
@@ -224,3 +224,9 @@ def test_the_nightly_report_shows_each_scenarios_verdict(tmp_path, monkeypatch):
     assert 'id="kraft-cluster"' in html
     for name, v in scenarios.items():
         assert f"<tr><td>{name}</td><td>{v['verdict']}</td><td>9</td><td>6</td>" in html
+
+
+def test_a_log_is_validated_in_the_variant_of_the_kafka_that_wrote_it():
+    """As `conform` compares each Kafka version with its variant: 4.4's controller completes by KAFKA-19975's rule."""
+    from harness.cluster.run import completion_for
+    assert [completion_for(v) for v in ("3.9.1", "4.0.0", "4.3.1", "4.4.0")] == ["kafka", "kafka", "kafka", "kafka-4.4"]

@@ -23,7 +23,7 @@ def validate_log(path: Path, version: str, out: Path | None, topic: str | None =
                  targets: tuple | None = None) -> tuple[tracevalidate.Verdict, Path | None]:
     """Decode the metadata log at `path` and validate it; an explained log's model trace goes to `out`."""
     start_jvm_keeping_signals(version)
-    verdict = tracevalidate.validate(read_batches(path), topic=topic, targets=targets)
+    verdict = tracevalidate.validate(read_batches(path), topic=topic, targets=targets, completion=completion_for(version))
     trace = None
     if verdict.explained and out is not None:
         trace = write_trace(out / TRACE_NAME, verdict.model, verdict.states, verdict.actions, Outcome("none"),
@@ -31,6 +31,14 @@ def validate_log(path: Path, version: str, out: Path | None, topic: str | None =
                                                     f"steps that change what the log shows match its batches at "
                                                     f"offsets {verdict.observed_offsets}"})
     return verdict, trace
+
+
+def completion_for(version: str) -> str:
+    """The kraft `completion` variant that matches Kafka `version`'s controller: the one `conform` compares
+    with it (specs/kraft/conform.py; Kafka 4.4 completes a reassignment by KAFKA-19975's rule)."""
+    from harness.registry import load_spec
+    chosen = dict(v.split("=", 1) for v in load_spec("kraft").conformance.variants_for(version))
+    return chosen.get("completion", "kafka")
 
 
 def broker_side(view: PartitionView, end_offset: int, produced: int, verdict: tracevalidate.Verdict) -> dict:
