@@ -50,6 +50,9 @@ def write_atomic(target: Path, write: Callable[[Path], Any]) -> None:
         os.replace(tmp, target)
 
 
+NAME_MAX = 255  # bytes in one file or folder name, on Linux's filesystems
+
+
 def path_problem(text: str) -> str | None:
     """Why a path option's value cannot be meant as a path, or None. An empty value would be the current
     folder (Path('') is '.'), a blank one a folder named by spaces: both are a slip, not a choice."""
@@ -57,6 +60,10 @@ def path_problem(text: str) -> str | None:
         return "an empty or blank path (give a folder, or . for the current one)"
     if "\0" in text:  # the OS cannot name it (Python raises ValueError, not OSError)
         return "a path cannot contain a NUL character"
+    # Path.exists raises (rather than answers False) for a name the OS cannot hold: ENAMETOOLONG
+    longest = max((len(os.fsencode(part)) for part in Path(text).parts), default=0)
+    if longest > NAME_MAX:
+        return f"a name in it is {longest:,} bytes long (the filesystem allows {NAME_MAX})"
     return None
 
 
