@@ -34,7 +34,7 @@ from harness.symbolic import count
 from specs.replication.state import (AP_REQ, AP_RESP, FENCED_LEADER_EPOCH, FETCH_REQ, FETCH_RESP, FOLLOWER,
                                      INELIGIBLE_REPLICA, LEADER, NO_ERROR, NO_ROLE, NOT_LEADER_OR_FOLLOWER,
                                      OFFLINE_CLEAN, OFFLINE_DIRTY, REG_REQ, REG_RESP, RUNNING, STARTING,
-                                     UNFENCED, UNKNOWN_LEADER_EPOCH)
+                                     UNKNOWN_LEADER_EPOCH)
 
 RECORD = ("R", "I", "L", "le", "pe", "A", "M", "E", "K")  # a PartitionChange: the sets, leader id and epochs
 SETS = {"R", "I", "A", "M", "E", "K"}
@@ -79,6 +79,11 @@ def _select(index, options: list, default=0):
     for i, o in enumerate(options, 1):
         out = z3.If(index == i, o, out)
     return out
+
+
+def _one(who, n: int):
+    """The set {who} for a symbolic broker id (empty for 0)."""
+    return z3.If(who == 0, z3.BitVecVal(0, n + 1), z3.BitVecVal(1, n + 1) << z3.Int2BV(who, n + 1))
 
 
 def _zmax(a, b):
@@ -288,24 +293,65 @@ class Relation:
     # ------------------------------------------------------------------------------ relations
 
     def _relation(self, rule):
+        """Rule -> relation(s, t, cfg). A rule is a list of Steps (one per broker, message slot, case...);
+        the relation picks one by the parameter `which`, and each field is set by an if-chain over the
+        Steps that set it, so the formula grows with what the Steps change, not with their number times
+        the state. A message set goes through intermediate slots `mid` (the chosen Step's set before
+        its send, and the message `new` it sends, if any), so the sorted insertion is written once."""
+        name = rule.__name__
+
         def relation(s, t, cfg):
             steps, params = rule(s, cfg)
-            touched = set().union(*[st.upd for st in steps]) if steps else set()
-            kinds = set().union(*[st.msgs for st in steps]) if steps else set()
-            frame = [t[f] == s[f] for f in self._names(s["n"]) if f not in touched and not self._is_msg(f, kinds)]
-            alts = []
-            for st in steps:
-                cons = list(st.guard) + [t[f] == st.upd.get(f, s[f]) for f in touched]
-                for kind in kinds:
-                    cons += st.msgs.get(kind, self._as_is(self.slots(s, kind)))(self.slots(t, kind))
-                alts.append(z3.And(*cons))
-            return z3.And(*frame, z3.Or(*alts)), params
+            n = s["n"]
+            if not steps:
+                return z3.BoolVal(False), params
+            which = z3.Int(f"{name}_which")
+            sel = [which == i for i in range(len(steps))]
+            cons = [z3.Or(*[z3.And(sel[i], *st.guard) for i, st in enumerate(steps)])]
+            setters: dict = {}
+            for i, st in enumerate(steps):
+                for f, v in st.upd.items():
+                    setters.setdefault(f, []).append((i, v))
+            for f in self._names(n):
+                if self._is_msg(f):
+                    continue
+                value = s[f]
+                for i, v in reversed(setters.get(f, [])):
+                    value = z3.If(sel[i], v, value)
+                cons.append(t[f] == value)
+            aux = []
+            for kind in KINDS:
+                after, before_s = self.slots(t, kind), self.slots(s, kind)
+                users = [i for i, st in enumerate(steps) if kind in st.msgs]
+                if not users:
+                    cons += self._same(after, before_s)
+                    continue
+                width = self.msg_width(kind, n)
+                mid = [(z3.Bool(f"{name}_mid{kind}_{j}_p"), [z3.Int(f"{name}_mid{kind}_{j}_{k}") for k in range(width)])
+                       for j in range(self.K)]
+                new = [z3.Int(f"{name}_new{kind}_{k}") for k in range(width)]
+                sends = z3.Bool(f"{name}_sends{kind}")
+                aux += [x for p, xs in mid for x in (p, *xs)] + new + [sends]
+                filters = []
+                for i in users:
+                    op = steps[i].msgs[kind]
+                    if op[0] == "keep":
+                        filters.append(sel[i])
+                        cons.append(z3.Implies(sel[i], z3.And(*self._kept(before_s, op[1], after))))
+                    else:
+                        link = self._same(mid, op[1]) + ([_eq(new, op[2]), sends] if op[0] == "insert" else [z3.Not(sends)])
+                        cons.append(z3.Implies(sel[i], z3.And(*link)))
+                cons.append(z3.Implies(z3.Not(z3.Or(*[sel[i] for i in users])), z3.And(*self._same(mid, before_s),
+                                                                                       z3.Not(sends))))
+                cons.append(z3.Implies(z3.Not(z3.Or(*filters)), z3.If(sends, z3.And(*self._inserted(mid, new, after)),
+                                                                      z3.And(*self._same(after, mid)))))
+            return z3.And(*cons), [*params, which, *aux]
         relation.__doc__ = rule.__doc__
         return relation
 
     @staticmethod
-    def _is_msg(name: str, kinds) -> bool:
-        return name.startswith("m") and name[1:2].isdigit() and int(name[1]) in kinds
+    def _is_msg(name: str) -> bool:
+        return name.startswith("m") and name[1:2].isdigit()
 
     # message sets (sorted slots)
 
@@ -316,29 +362,31 @@ class Relation:
         return sl[:j] + sl[j + 1:] + [(z3.BoolVal(False), [z3.IntVal(0)] * width)]
 
     @staticmethod
-    def _inserted(before: list, m: list):
-        """Constraints: the post-state's slots hold `before`'s messages and m (sorted, type_ok)."""
-        def cons(after):
-            out = [z3.Or(*[z3.And(p, _eq(x, m)) for p, x in after])]
-            out += [z3.Implies(p, z3.Or(*[z3.And(q, _eq(x, y)) for q, y in after])) for p, x in before]
-            out += [z3.Implies(p, z3.Or(_eq(x, m), *[z3.And(q, _eq(x, y)) for q, y in before])) for p, x in after]
-            return out
-        return cons
+    def _same(after: list, before: list) -> list:
+        return [z3.And(p == q, _eq(x, y)) for (p, x), (q, y) in zip(after, before)]
 
     @staticmethod
-    def _kept(before: list, keep):
-        """Constraints: the post-state's slots hold `before`'s messages that satisfy keep."""
-        def cons(after):
-            out = [z3.Implies(z3.And(p, keep(x)), z3.Or(*[z3.And(q, _eq(x, y)) for q, y in after])) for p, x in before]
-            out += [z3.Implies(p, z3.And(keep(x), z3.Or(*[z3.And(q, _eq(x, y)) for q, y in before]))) for p, x in after]
-            return out
-        return cons
+    def _inserted(before: list, m: list, after: list) -> list:
+        """Constraints: the slots `after` hold `before`'s messages and m (sorted by type_ok)."""
+        out = [z3.Or(*[z3.And(p, _eq(x, m)) for p, x in after])]
+        out += [z3.Implies(p, z3.Or(*[z3.And(q, _eq(x, y)) for q, y in after])) for p, x in before]
+        out += [z3.Implies(p, z3.Or(_eq(x, m), *[z3.And(q, _eq(x, y)) for q, y in before])) for p, x in after]
+        return out
 
     @staticmethod
-    def _as_is(before: list):
-        def cons(after):
-            return [z3.And(p == q, _eq(x, y)) for (p, x), (q, y) in zip(after, before)]
-        return cons
+    def _kept(before: list, keep, after: list) -> list:
+        """Constraints: the slots `after` hold `before`'s messages that satisfy keep."""
+        out = [z3.Implies(z3.And(p, keep(x)), z3.Or(*[z3.And(q, _eq(x, y)) for q, y in after])) for p, x in before]
+        out += [z3.Implies(p, z3.And(keep(x), z3.Or(*[z3.And(q, _eq(x, y)) for q, y in before]))) for p, x in after]
+        return out
+
+    @staticmethod
+    def _send(before: list, m: list) -> tuple:
+        return ("insert", before, m)
+
+    @staticmethod
+    def _as_is(before: list) -> tuple:
+        return ("as_is", before)
 
     def _receive(self, s, kind: int):
         """(slot index, message fields, present) for every slot of kind."""
@@ -461,9 +509,8 @@ class Relation:
         L = cur["L"]
         cand = new_isr & new_unf
         keeps = z3.Or(z3.And(L == 0, cand == 0), z3.And(L != 0, _has(new_isr, L, n), _has(new_unf, L, n)))
-        ok = z3.If(keeps, z3.BoolVal(choice == 0),
-                   z3.If(cand != 0, z3.BoolVal(False) if choice == 0 else _bit(cand, choice), z3.BoolVal(choice == 0)))
-        md = dict(cur, I=new_isr, pe=cur["pe"] + 1, L=z3.If(keeps, L, z3.IntVal(choice)),
+        ok = z3.If(keeps, choice == 0, z3.If(cand != 0, _has(cand, choice, n), choice == 0))
+        md = dict(cur, I=new_isr, pe=cur["pe"] + 1, L=z3.If(keeps, L, choice),
                   le=z3.If(keeps, cur["le"], cur["le"] + 1))
         guard, upd = self._change(s, z3.Or(z3.Not(keeps), new_isr != cur["I"]), md)
         return [ok, *guard], upd
@@ -477,12 +524,11 @@ class Relation:
         keeps = z3.Or(z3.And(L == 0, new_isr == 0, ecand == 0), z3.And(L != 0, _has(new_isr, L, n)))
         elect = z3.Or(new_isr != 0, ecand != 0)
         pool = z3.If(new_isr != 0, new_isr, ecand)
-        pick = z3.BoolVal(False) if choice == 0 else _bit(pool, choice)
-        ok = z3.If(keeps, z3.BoolVal(choice == 0), z3.If(elect, pick, z3.BoolVal(choice == 0)))
-        one = z3.BitVecVal(bit(choice) if choice else 0, n + 1)
+        ok = z3.If(keeps, choice == 0, z3.If(elect, _has(pool, choice, n), choice == 0))
+        one = _one(choice, n)
         from_elr = z3.And(z3.Not(keeps), elect, new_isr == 0)
         md = dict(cur, I=z3.If(from_elr, one, new_isr), E=z3.If(from_elr, new_elr & ~one, new_elr),
-                  pe=cur["pe"] + 1, L=z3.If(keeps, L, z3.IntVal(choice)), le=z3.If(keeps, cur["le"], cur["le"] + 1))
+                  pe=cur["pe"] + 1, L=z3.If(keeps, L, choice), le=z3.If(keeps, cur["le"], cur["le"] + 1))
         guard, upd = self._change(s, z3.Or(z3.Not(keeps), new_isr != cur["I"], new_elr != cur["E"]), md)
         return [ok, *guard], upd
 
@@ -516,14 +562,14 @@ class Relation:
         leaderless = s["C_L"] == 0
         upd = {f: z3.If(leaderless, v, s[f]) for f, v in upd.items()}
         upd["U"] = new_unf
-        return [z3.If(leaderless, z3.And(*guard), z3.BoolVal(choice == 0))], upd
+        return [z3.If(leaderless, z3.And(*guard), choice == 0)], upd
 
     def _leader_ok(self, s, new_isr, choice: int):
         """new_leader_ok."""
         n = s["n"]
         L = s["C_L"]
         stays = z3.And(L != 0, _has(new_isr, L, n))
-        return z3.If(stays, L == choice, z3.BoolVal(False) if choice == 0 else _bit(new_isr, choice))
+        return z3.If(stays, L == choice, _has(new_isr, choice, n))
 
     # ------------------------------------------------------------------------------ the rules
 
@@ -546,7 +592,7 @@ class Relation:
                      *self._fresh_above(s, inc, "binc"), *self._fresh_above(s, inc, "creg_inc")]
             upd = {f"bst{b}": z3.IntVal(STARTING), f"bep{b}": kept, f"binc{b}": inc, f"breg{b}": z3.BoolVal(False),
                    f"role{b}": z3.IntVal(NO_ROLE)}
-            steps.append(Step(guard, upd, {REG_REQ: self._inserted(self.slots(s, REG_REQ), [z3.IntVal(b), inc, kept])}))
+            steps.append(Step(guard, upd, {REG_REQ: self._send(self.slots(s, REG_REQ), [z3.IntVal(b), inc, kept])}))
         return steps, [inc]
 
     def receive_reg_response(self, s, cfg):
@@ -690,7 +736,7 @@ class Relation:
             upd = {f"rX{b}": proposal | curr, f"pape{b}": s[f"rpe{b}"] + 1, f"papq{b}": z3.BoolVal(True),
                    "ls": z3.If(curr & ~proposal != 0, s["ls"] + 1, s["ls"])}
             upd.update({f"papq{b}_{k}": v for k, v in enumerate(request)})
-            steps.append(Step(guard, upd, {AP_REQ: self._inserted(self.slots(s, AP_REQ), request)}))
+            steps.append(Step(guard, upd, {AP_REQ: self._send(self.slots(s, AP_REQ), request)}))
         return steps, [timed_out]
 
     def receive_ap_response(self, s, cfg):
@@ -729,7 +775,7 @@ class Relation:
             guard = [s[f"bst{b}"] == RUNNING, f("a"), z3.Not(f("p")), s[f"rL{b}"] == to, z3.Not(self._converged(s, to, b))]
             request = [z3.IntVal(b), z3.IntVal(to), s[f"bep{b}"], s[f"rle{b}"], f("o"), f("e")]
             steps.append(Step(guard, {f"f{b}_{to}_p": z3.BoolVal(True), f"f{b}_{to}_d": z3.BoolVal(False)},
-                              {FETCH_REQ: self._inserted(self.slots(s, FETCH_REQ), request)}))
+                              {FETCH_REQ: self._send(self.slots(s, FETCH_REQ), request)}))
         return steps, []
 
     def receive_fetch_request(self, s, cfg):
@@ -746,12 +792,12 @@ class Relation:
                 zero = z3.IntVal(0)
                 refused = [z3.IntVal(b), src, error, md_le, fo, zero, zero, zero, hwm, zero, zero, zero, zero]
                 steps.append(Step(guard + [z3.Not(leads)], {}, {
-                    FETCH_REQ: self._as_is(rest), FETCH_RESP: self._inserted(self.slots(s, FETCH_RESP), refused)}))
+                    FETCH_REQ: self._as_is(rest), FETCH_RESP: self._send(self.slots(s, FETCH_RESP), refused)}))
                 epoch, end = self._lofe(s, b, lfe, True)
                 diverges = z3.Or(epoch < lfe, end < fo)
                 div = [z3.IntVal(b), src, z3.IntVal(NO_ERROR), md_le, fo, z3.IntVal(1), epoch, end, hwm, zero, zero, zero, zero]
                 steps.append(Step(guard + [leads, diverges], {},
-                                  {FETCH_REQ: self._as_is(rest), FETCH_RESP: self._inserted(self.slots(s, FETCH_RESP), div)}))
+                                  {FETCH_REQ: self._as_is(rest), FETCH_RESP: self._send(self.slots(s, FETCH_RESP), div)}))
                 peer_leo = lambda c: z3.If(src == c, fo, s[f"pleo{b}_{c}"])  # noqa: E731
                 new_hwm = self._commit_offset(s, b, s[f"rX{b}"], leo, peer_leo) + 1
                 new_hwm = z3.If(self._may_advance(s[f"rI{b}"], n), new_hwm, hwm)
@@ -766,7 +812,7 @@ class Relation:
                 ok = [z3.IntVal(b), src, z3.IntVal(NO_ERROR), md_le, fo, zero, zero, zero, _zmax(new_hwm, hwm),
                       z3.If(has, 1, 0), z3.If(has, rep, 0), z3.If(has, fo, 0), z3.If(has, rval, 0)]
                 steps.append(Step(guard + [leads, z3.Not(diverges), src >= 1, src <= n] + acks, upd,
-                                  {FETCH_REQ: self._as_is(rest), FETCH_RESP: self._inserted(self.slots(s, FETCH_RESP), ok)}))
+                                  {FETCH_REQ: self._as_is(rest), FETCH_RESP: self._send(self.slots(s, FETCH_RESP), ok)}))
         return steps, [x]
 
     def receive_fetch_response(self, s, cfg):
@@ -863,51 +909,50 @@ class Relation:
                 upd[f"f{c}_{b}_p"] = z3.BoolVal(False)
                 upd[f"f{c}_{b}_d"] = z3.If(z3.And(pend, added), True, s[f"f{c}_{b}_d"])
         keep = lambda m: z3.And(m[0] != b, m[1] != b)  # noqa: E731  neither source nor destination
-        msgs = {k: self._kept(self.slots(s, k), keep) for k in (FETCH_REQ, FETCH_RESP)}
+        msgs = {k: ("keep", keep) for k in (FETCH_REQ, FETCH_RESP)}
         return [self._running(s, b), *guard], upd, msgs
 
     def _shutdowns(self, s, cfg, status, ctr, limit, kept=lambda s, b: z3.IntVal(0), extra=lambda s, b: [],
                    data_loss=False):
         n = s["n"]
         steps = []
+        choice = z3.Int("choice")
         for b in range(1, n + 1):
-            for choice in range(0, n + 1):
-                guard, upd, msgs = self._shutdown(s, b, choice, status, kept(s, b))
-                guard += [s[ctr] < limit, self._may_disrupt(s), *extra(s, b)]
-                upd[ctr] = s[ctr] + 1
-                if data_loss:
-                    upd.update(self._empty_data(s, b))
-                    upd[f"leso{b}"] = z3.IntVal(0)
-                steps.append(Step(guard, upd, msgs))
+            guard, upd, msgs = self._shutdown(s, b, choice, status, kept(s, b))
+            guard += [s[ctr] < limit, self._may_disrupt(s), *extra(s, b)]
+            upd[ctr] = s[ctr] + 1
+            if data_loss:
+                upd.update(self._empty_data(s, b))
+                upd[f"leso{b}"] = z3.IntVal(0)
+            steps.append(Step(guard, upd, msgs))
         return steps
 
     def unclean_shutdown(self, s, cfg):
         if not (cfg.unclean_shutdown_limit and not cfg.kip966):
             return [], []
-        n = s["n"]
 
         def last_standing(s, b):
             if not cfg.avoid_last_replica_standing:
                 return []
             return [z3.Not(z3.And(_bit(s["C_I"], b), count(s["C_I"]) == 1))]
         return self._shutdowns(s, cfg, OFFLINE_DIRTY, "us", cfg.unclean_shutdown_limit, extra=last_standing,
-                               data_loss=True), []
+                               data_loss=True), [z3.Int("choice")]
 
     def clean_shutdown(self, s, cfg):
         if not (cfg.clean_shutdown_limit and not cfg.kip966):
             return [], []
-        return self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), []
+        return self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), [z3.Int("choice")]
 
     def data_loss_shutdown(self, s, cfg):
         if not (cfg.unclean_shutdown_limit and cfg.kip966):
             return [], []
-        return self._shutdowns(s, cfg, OFFLINE_DIRTY, "us", cfg.unclean_shutdown_limit, data_loss=True), []
+        return self._shutdowns(s, cfg, OFFLINE_DIRTY, "us", cfg.unclean_shutdown_limit, data_loss=True), [z3.Int("choice")]
 
     def no_data_loss_shutdown(self, s, cfg):
         if not (cfg.clean_shutdown_limit and cfg.kip966):
             return [], []
         clean = self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit, kept=lambda s, b: s[f"bep{b}"])
-        return clean + self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), []
+        return clean + self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), [z3.Int("choice")]
 
     def receive_reg_request(self, s, cfg):
         n = s["n"]
@@ -915,9 +960,10 @@ class Relation:
         steps = []
         if not (cfg.clean_shutdown_limit + cfg.unclean_shutdown_limit):
             return steps, [epoch]
+        choice = z3.Int("choice")
         for b in range(1, n + 1):
             for j, (who, inc, bep), p in self._receive(s, REG_REQ):
-                for choice in range(0, n + 1):
+                if True:
                     guard = [p, who == b, z3.Or(z3.Not(_bit(s["U"], b)), s[f"creg_inc{b}"] == inc),
                              *self._fresh_above(s, epoch, "creg_ep"), *self._fresh_above(s, epoch, "bep"), epoch > n]
                     if cfg.kip966:
@@ -936,11 +982,12 @@ class Relation:
                     upd.update({f"creg_ep{b}": epoch, f"creg_inc{b}": inc})
                     response = [z3.IntVal(b), epoch, inc, s["clen"]]
                     steps.append(Step(guard, upd, {REG_REQ: self._as_is(self._removed(s, REG_REQ, j)),
-                                                   REG_RESP: self._inserted(self.slots(s, REG_RESP), response)}))
-        return steps, [epoch]
+                                                   REG_RESP: self._send(self.slots(s, REG_RESP), response)}))
+        return steps, [epoch, choice]
 
     def receive_ap_request(self, s, cfg):
         n = s["n"]
+        choice = z3.Int("choice")
         steps = []
         for b in range(1, n + 1):
             for j, m, p in self._receive(s, AP_REQ):
@@ -958,7 +1005,7 @@ class Relation:
                 base = [p, src == b, isr >= 0, isr < 2 ** (n + 1)]
                 refusal = [z3.IntVal(b), error, zero, zero, zero, zero, zero, *m]
                 steps.append(Step(base + [z3.Or(fenced_epoch, ineligible)], {},
-                                  {AP_REQ: self._as_is(rest), AP_RESP: self._inserted(self.slots(s, AP_RESP), refusal)}))
+                                  {AP_REQ: self._as_is(rest), AP_RESP: self._send(self.slots(s, AP_RESP), refusal)}))
                 cur = self.record(s)
                 final = isr_bv & ~cur["M"]
                 complete = z3.And((cur["A"] | cur["M"]) != 0, cur["A"] & ~final == 0, count(final) >= cfg.min_isr)
@@ -968,44 +1015,44 @@ class Relation:
                           M=z3.If(complete, z3.BitVecVal(0, n + 1), cur["M"]))
                 if cfg.kip966:
                     md["E"] = self._update_elr(s, md["I"], md["R"])
-                for choice in range(0, n + 1):
-                    md_c = dict(md, L=z3.IntVal(choice))
+                if True:
+                    md_c = dict(md, L=choice)
                     guard, upd = self._apply(s, md_c)
                     response = [z3.IntVal(b), z3.IntVal(NO_ERROR), z3.BV2Int(md["R"]), z3.BV2Int(md["I"]),
-                                z3.IntVal(choice), md["le"], md["pe"], *m]
+                                choice, md["le"], md["pe"], *m]
                     steps.append(Step(base + guard + [z3.Not(fenced_epoch), z3.Not(ineligible),
                                                       self._leader_ok(s, md["I"], choice)], upd,
                                       {AP_REQ: self._as_is(rest),
-                                       AP_RESP: self._inserted(self.slots(s, AP_RESP), response)}))
-        return steps, []
+                                       AP_RESP: self._send(self.slots(s, AP_RESP), response)}))
+        return steps, [choice]
 
     def fence_broker(self, s, cfg):
         n = s["n"]
         steps = []
         if not cfg.fence_broker_limit:
             return steps, []
+        choice = z3.Int("choice")
         for b in range(1, n + 1):
-            for choice in range(0, n + 1):
-                guard, upd = self._fenced(s, b, choice)
-                guard += [s["fb"] < cfg.fence_broker_limit, self._may_disrupt(s), _bit(s["U"], b)]
-                upd["fb"] = s["fb"] + 1
-                steps.append(Step(guard, upd, {}))
-        return steps, []
+            guard, upd = self._fenced(s, b, choice)
+            guard += [s["fb"] < cfg.fence_broker_limit, self._may_disrupt(s), _bit(s["U"], b)]
+            upd["fb"] = s["fb"] + 1
+            steps.append(Step(guard, upd, {}))
+        return steps, [choice]
 
     def unfence_broker(self, s, cfg):
         n = s["n"]
         steps = []
+        choice = z3.Int("choice")
         for b in range(1, n + 1):
-            for choice in range(0, n + 1):
-                guard, upd = self._unfenced(s, b, choice)
-                steps.append(Step(guard + [z3.Not(_bit(s["U"], b)), s[f"bst{b}"] == RUNNING], upd, {}))
-        return steps, []
+            guard, upd = self._unfenced(s, b, choice)
+            steps.append(Step(guard + [z3.Not(_bit(s["U"], b)), s[f"bst{b}"] == RUNNING], upd, {}))
+        return steps, [choice]
 
     def reassign(self, s, cfg):
         n = s["n"]
         adding, removing = z3.BitVec("adding", n + 1), z3.BitVec("removing", n + 1)
         if not cfg.reassignment_limit:
-            return [], [adding, removing]
+            return [], [adding, removing, z3.Int("choice")]
         cur = self.record(s)
         zero = z3.BitVecVal(0, n + 1)
         full = z3.BitVecVal((1 << (n + 1)) - 2, n + 1)
@@ -1019,21 +1066,14 @@ class Relation:
                   pe=cur["pe"] + 1, A=z3.If(now, zero, adding), M=z3.If(now, zero, removing))
         if cfg.kip966:
             md["E"] = z3.If(now, self._update_elr(s, fi, fr), cur["E"])
-        steps = []
-        for choice in range(0, n + 1):
-            cand = md["I"] & s["U"]
-            if choice == 0:
-                leaderless = cand == 0
-            else:
-                leaderless = _bit(cand, choice)
-            guard = [z3.If(cur["L"] == 0, leaderless, self._leader_ok(s, md["I"], choice))]
-            md_c = dict(md, L=z3.IntVal(choice))
-            if choice:
-                md_c["le"] = z3.If(cur["L"] == 0, cur["le"] + 1, md["le"])
-            g, upd = self._apply(s, md_c)
-            upd["ra"] = s["ra"] + 1
-            steps.append(Step(base + guard + g, upd, {}))
-        return steps, [adding, removing]
+        choice = z3.Int("choice")
+        cand = md["I"] & s["U"]
+        leaderless = z3.If(choice == 0, cand == 0, _has(cand, choice, n))
+        guard = [z3.If(cur["L"] == 0, leaderless, self._leader_ok(s, md["I"], choice))]
+        md_c = dict(md, L=choice, le=z3.If(z3.And(choice != 0, cur["L"] == 0), cur["le"] + 1, md["le"]))
+        g, upd = self._apply(s, md_c)
+        upd["ra"] = s["ra"] + 1
+        return [Step(base + guard + g, upd, {})], [adding, removing, choice]
 
 
 def _const(x, v):
