@@ -7,7 +7,7 @@ the metadata logs `metadata_log_bound` slots, each message type `message_bound` 
 (N+1)-bit vectors (bit b = broker b), epochs and offsets unbounded integers. A message set is its
 messages in the slots' order, sorted and without repeats (type_ok), so equal sets are equal slots, as
 the model's sorted tuples are; sending inserts in order, receiving removes a slot. A broker's copy of a
-metadata log record is kept as one integer, the record's code (all nine fields, `code`).
+metadata log record is kept as one bit-vector, the record's code (all nine fields side by side, `code`).
 
 Where the model reads a field outside the VIEW, the relation allows any value the VIEW does not exclude:
 * the acknowledged values (`inv_pos_acked`) on an HWM advance: any unacknowledged written values at the
@@ -30,14 +30,16 @@ import itertools
 import z3
 
 from harness.bitset import bit, members
-from harness.symbolic import count
 from specs.replication.state import (AP_REQ, AP_RESP, FENCED_LEADER_EPOCH, FETCH_REQ, FETCH_RESP, FOLLOWER,
                                      INELIGIBLE_REPLICA, LEADER, NO_ERROR, NO_ROLE, NOT_LEADER_OR_FOLLOWER,
                                      OFFLINE_CLEAN, OFFLINE_DIRTY, REG_REQ, REG_RESP, RUNNING, STARTING,
                                      UNKNOWN_LEADER_EPOCH)
 
+W = 12  # the bits of an epoch, an offset, a broker id or a message field (type_ok keeps them below LIMIT)
+LIMIT = 1000
 RECORD = ("R", "I", "L", "le", "pe", "A", "M", "E", "K")  # a PartitionChange: the sets, leader id and epochs
 SETS = {"R", "I", "A", "M", "E", "K"}
+CODE = ("pe", "le", "L", "R", "I", "A", "M", "E", "K")  # a record's code: these fields, most significant first
 COUNTERS = ("cs", "us", "fb", "ls", "ra")  # aux_ctrs: clean, unclean shutdowns, fences, shrinks, reassignments
 KINDS = (REG_REQ, REG_RESP, AP_REQ, AP_RESP, FETCH_REQ, FETCH_RESP)
 
@@ -83,7 +85,26 @@ def _select(index, options: list, default=0):
 
 def _one(who, n: int):
     """The set {who} for a symbolic broker id (empty for 0)."""
-    return z3.If(who == 0, z3.BitVecVal(0, n + 1), z3.BitVecVal(1, n + 1) << z3.Int2BV(who, n + 1))
+    return z3.If(who == 0, z3.BitVecVal(0, n + 1), z3.BitVecVal(1, n + 1) << _set(who, n + 1))
+
+
+def _n(v: int):
+    return z3.BitVecVal(v, W)
+
+
+def _num(x):
+    """A broker set (n+1 bits) as a W-bit number (a message field)."""
+    return z3.ZeroExt(W - x.size(), x)
+
+
+def _set(x, width: int):
+    """A W-bit message field as a broker set of `width` bits."""
+    return z3.Extract(width - 1, 0, x)
+
+
+def _count(x):
+    """|x| as a W-bit number."""
+    return z3.Sum([z3.ZeroExt(W - 1, z3.Extract(i, i, x)) for i in range(1, x.size())])
 
 
 def _zmax(a, b):
@@ -142,7 +163,7 @@ class Relation:
                     (f"rpe{b}", "int"), (f"leo{b}", "int"), (f"hwm{b}", "int"), (f"leso{b}", "int"),
                     (f"pape{b}", "int"), (f"papq{b}", "bool")]
             out += [(f"papq{b}_{k}", "int") for k in range(self.msg_width(AP_REQ, n))]
-            out += [(f"bl{b}_{i}", "int") for i in range(1, self.Mb + 1)]
+            out += [(f"bl{b}_{i}", "code") for i in range(1, self.Mb + 1)]
             out += [(f"{x}{b}_{i}", "int") for i in range(1, self.V + 1) for x in ("lep", "lval")]
             for c in range(1, n + 1):
                 out += [(f"f{b}_{c}_{x}", "bool" if x in "adp" else "int") for x in "aoedp"]
@@ -160,7 +181,8 @@ class Relation:
         s = {}
         for name, sort in self._fields(n):
             s[name] = {"set": lambda x: z3.BitVec(x, n + 1), "vals": lambda x: z3.BitVec(x, self.V + 1),
-                       "int": z3.Int, "bool": z3.Bool}[sort](prefix + name)
+                       "int": lambda x: z3.BitVec(x, W), "bool": z3.Bool,
+                       "code": lambda x: z3.BitVec(x, 3 * W + 6 * (n + 1))}[sort](prefix + name)
         s["n"], s["cfg"], s["rel"] = n, self.cfg, self  # the properties read the config's bounds
         return s
 
@@ -174,6 +196,10 @@ class Relation:
         w = (1 << (n + 1)) - 2
         out = [s[name] & ~z3.BitVecVal(w, n + 1) == 0 for name, sort in self._fields(n) if sort == "set"]
         out += [s[v] & 1 == 0 for v in ("sent", "acked")]
+        # numbers stay far from the bit-vectors' wrap-around: +1 and -1 are the integers'
+        ints = [s[name] for name, sort in self._fields(n) if sort == "int"]
+        ints += [x for kind in KINDS for _, xs in self.slots(s, kind) for x in xs]
+        out += [z3.And(x >= 0, x < LIMIT) for x in ints]
         out += [s["clen"] >= 1, s["clen"] <= self.Mb, s["thwm"] >= 1]
         for b in range(1, n + 1):
             out += [s[f"leo{b}"] >= 1, s[f"leo{b}"] <= self.V + 1, s[f"hwm{b}"] >= 1, s[f"bst{b}"] >= 0,
@@ -191,15 +217,10 @@ class Relation:
                     out.append(z3.Implies(p, z3.And(sl[j - 1][0], _lt(sl[j - 1][1], xs))))
         return z3.And(*out)
 
-    def code(self, rec: dict, n: int):
-        """A PartitionChange record as one integer: its fields in mixed radix (sets < 2^(n+1), leader <= n),
-        the epochs last; distinct records have distinct codes (epochs below 1,000)."""
-        out, radix = z3.IntVal(0), 1
-        for f in ("R", "I", "A", "M", "E", "K", "L", "le", "pe"):
-            x = z3.BV2Int(rec[f]) if f in SETS else rec[f]
-            out = out + x * radix
-            radix *= (1 << (n + 1)) if f in SETS else (n + 1) if f == "L" else 1000
-        return out
+    @staticmethod
+    def code(rec: dict, n: int):
+        """A PartitionChange record as one bit-vector: its nine fields side by side (`_code` concretely)."""
+        return z3.Concat(*[rec[f] for f in CODE])
 
     def record(self, s: dict, i=None) -> dict:
         return {f: s[f"C_{f}"] if i is None else s[f"cl{i}_{f}"] for f in RECORD}
@@ -255,11 +276,9 @@ class Relation:
                 md.last_known_elr)
 
     def _code(self, md, n: int) -> int:
-        out, radix = 0, 1
-        values = dict(zip(RECORD, self._rec(md)))
-        for f in ("R", "I", "A", "M", "E", "K", "L", "le", "pe"):
-            out += values[f] * radix
-            radix *= (1 << (n + 1)) if f in SETS else (n + 1) if f == "L" else 1000
+        out, values = 0, dict(zip(RECORD, self._rec(md)))
+        for f in CODE:
+            out = out << (n + 1 if f in SETS else W) | values[f]
         return out
 
     def _flat(self, kind: int, m) -> tuple:
@@ -305,7 +324,7 @@ class Relation:
             n = s["n"]
             if not steps:
                 return z3.BoolVal(False), params
-            which = z3.Int(f"{name}_which")
+            which = z3.BitVec(f"{name}_which", W)
             sel = [which == i for i in range(len(steps))]
             cons = [z3.Or(*[z3.And(sel[i], *st.guard) for i, st in enumerate(steps)])]
             setters: dict = {}
@@ -327,9 +346,9 @@ class Relation:
                     cons += self._same(after, before_s)
                     continue
                 width = self.msg_width(kind, n)
-                mid = [(z3.Bool(f"{name}_mid{kind}_{j}_p"), [z3.Int(f"{name}_mid{kind}_{j}_{k}") for k in range(width)])
+                mid = [(z3.Bool(f"{name}_mid{kind}_{j}_p"), [z3.BitVec(f"{name}_mid{kind}_{j}_{k}", W) for k in range(width)])
                        for j in range(self.K)]
-                new = [z3.Int(f"{name}_new{kind}_{k}") for k in range(width)]
+                new = [z3.BitVec(f"{name}_new{kind}_{k}", W) for k in range(width)]
                 sends = z3.Bool(f"{name}_sends{kind}")
                 aux += [x for p, xs in mid for x in (p, *xs)] + new + [sends]
                 filters = []
@@ -359,7 +378,7 @@ class Relation:
         """The slots of kind's set without slot j (the later ones move up)."""
         sl = self.slots(s, kind)
         width = len(sl[0][1])
-        return sl[:j] + sl[j + 1:] + [(z3.BoolVal(False), [z3.IntVal(0)] * width)]
+        return sl[:j] + sl[j + 1:] + [(z3.BoolVal(False), [z3.BitVecVal(0, W)] * width)]
 
     @staticmethod
     def _same(after: list, before: list) -> list:
@@ -398,7 +417,7 @@ class Relation:
         return [(s[f"lep{b}_{i}"], s[f"lval{b}_{i}"]) for i in range(1, self.V + 1)]
 
     def _last_epoch(self, log, leo):
-        return _select(leo - 1, [e for e, _ in log], z3.IntVal(0))
+        return _select(leo - 1, [e for e, _ in log], z3.BitVecVal(0, W))
 
     def _commit_offset(self, s, b: int, maximal, leo, peer_leo):
         """GetCommitOffset: peer_leo(c) is the leader's record of follower c's LEO."""
@@ -414,7 +433,7 @@ class Relation:
         return z3.If(z3.Or(leo == 1, zero), 0, _zmax(highest, 0))
 
     def _may_advance(self, isr, n):
-        return z3.BoolVal(True) if not self.cfg.kip966 else count(isr) >= self.cfg.min_isr
+        return z3.BoolVal(True) if not self.cfg.kip966 else _count(isr) >= self.cfg.min_isr
 
     def _acks(self, s, log, lower, higher, name: str):
         """An acknowledgement of values at offsets lower..higher of log (any of those the model would
@@ -437,7 +456,7 @@ class Relation:
     def _hwm_on_change(self, s, b: int, isr, maximal, x):
         leo = s[f"leo{b}"]
         new_hwm = self._commit_offset(s, b, maximal, leo, lambda c: s[f"pleo{b}_{c}"]) + 1
-        upd = self._advance(s, b, isr, new_hwm, count(maximal) >= self.cfg.min_isr, self._log(s, b), x)
+        upd = self._advance(s, b, isr, new_hwm, _count(maximal) >= self.cfg.min_isr, self._log(s, b), x)
         return upd, new_hwm
 
     def _lofe(self, s, b: int, req, is_leader: bool):
@@ -450,31 +469,31 @@ class Relation:
             e = log[o - 1][0]
             earlier = [z3.And(o2 < leo, req < log[o2 - 1][0], log[o2 - 1][0] < e) for o2 in range(1, o)]
             higher = z3.If(z3.And(o < leo, e > req, z3.Not(z3.Or(*earlier))), o, higher)
-        floor = z3.IntVal(-1)
+        floor = z3.BitVecVal(-1, W)
         for o in range(1, self.V + 1):
             e = log[o - 1][0]
             floor = z3.If(z3.And(o < leo, e <= req, e > floor), e, floor)
         return z3.If(direct, req, z3.If(floor >= 0, floor, req)), z3.If(direct, leo, higher)
 
     def _without_partition(self, s, b: int, c: int) -> dict:
-        return {f"f{b}_{c}_a": z3.BoolVal(False), f"f{b}_{c}_o": z3.IntVal(0), f"f{b}_{c}_e": z3.IntVal(0),
+        return {f"f{b}_{c}_a": z3.BoolVal(False), f"f{b}_{c}_o": z3.BitVecVal(0, W), f"f{b}_{c}_e": z3.BitVecVal(0, W),
                 f"f{b}_{c}_d": z3.BoolVal(False)}
 
     def _blank_peers(self, s, b: int) -> dict:
         upd = {}
         for c in range(1, s["n"] + 1):
-            upd[f"pleo{b}_{c}"], upd[f"pbep{b}_{c}"] = z3.IntVal(0), z3.IntVal(0)
+            upd[f"pleo{b}_{c}"], upd[f"pbep{b}_{c}"] = z3.BitVecVal(0, W), z3.BitVecVal(0, W)
         return upd
 
     def _no_pending_ap(self, s, b: int) -> dict:
-        upd = {f"pape{b}": z3.IntVal(0), f"papq{b}": z3.BoolVal(False)}
-        upd.update({f"papq{b}_{k}": z3.IntVal(0) for k in range(self.msg_width(AP_REQ, s["n"]))})
+        upd = {f"pape{b}": z3.BitVecVal(0, W), f"papq{b}": z3.BoolVal(False)}
+        upd.update({f"papq{b}_{k}": z3.BitVecVal(0, W) for k in range(self.msg_width(AP_REQ, s["n"]))})
         return upd
 
     def _empty_data(self, s, b: int) -> dict:
-        upd = {f"leo{b}": z3.IntVal(1), f"hwm{b}": z3.IntVal(1)}
+        upd = {f"leo{b}": z3.BitVecVal(1, W), f"hwm{b}": z3.BitVecVal(1, W)}
         for i in range(1, self.V + 1):
-            upd[f"lep{b}_{i}"], upd[f"lval{b}_{i}"] = z3.IntVal(0), z3.IntVal(0)
+            upd[f"lep{b}_{i}"], upd[f"lval{b}_{i}"] = z3.BitVecVal(0, W), z3.BitVecVal(0, W)
         return upd
 
     def _may_disrupt(self, s):
@@ -488,7 +507,7 @@ class Relation:
         """ApplyPartitionChange: (guard, updates) appending md to the metadata log."""
         n = s["n"]
         if self.cfg.kip966:
-            md = dict(md, K=z3.If(count(md["I"]) >= self.cfg.min_isr, z3.BitVecVal(0, n + 1),
+            md = dict(md, K=z3.If(_count(md["I"]) >= self.cfg.min_isr, z3.BitVecVal(0, n + 1),
                                   s["C_K"] | (md["R"] & s["C_E"] & ~md["E"])))
         upd = {f"C_{f}": md[f] for f in RECORD}
         upd["clen"] = s["clen"] + 1
@@ -534,7 +553,7 @@ class Relation:
 
     def _update_elr(self, s, proposed, replicas):
         n = s["n"]
-        return z3.If(count(proposed) >= self.cfg.min_isr, z3.BitVecVal(0, n + 1),
+        return z3.If(_count(proposed) >= self.cfg.min_isr, z3.BitVecVal(0, n + 1),
                      (s["C_E"] & replicas) | (s["C_I"] & replicas & ~proposed))
 
     def _fenced(self, s, b: int, choice: int) -> tuple[list, dict]:
@@ -546,7 +565,7 @@ class Relation:
             new_isr = s["C_I"] & ~one
             guard, upd = self._elr_change(s, new_isr, self._update_elr(s, new_isr, s["C_R"]), new_unf, choice)
         else:
-            new_isr = z3.If(count(s["C_I"]) == 1, s["C_I"], s["C_I"] & ~one)
+            new_isr = z3.If(_count(s["C_I"]) == 1, s["C_I"], s["C_I"] & ~one)
             guard, upd = self._on_broker_change(s, new_isr, new_unf, choice)
         upd["U"] = new_unf
         return guard, upd
@@ -582,17 +601,17 @@ class Relation:
 
     def broker_start(self, s, cfg):
         n = s["n"]
-        inc = z3.Int("start_incarnation")
+        inc = z3.BitVec("start_incarnation", W)
         if not (cfg.clean_shutdown_limit + cfg.unclean_shutdown_limit):
             return [], [inc]
         steps = []
         for b in range(1, n + 1):
-            kept = s[f"bep{b}"] if cfg.kip966 else z3.IntVal(0)
+            kept = s[f"bep{b}"] if cfg.kip966 else z3.BitVecVal(0, W)
             guard = [z3.Or(s[f"bst{b}"] == OFFLINE_CLEAN, s[f"bst{b}"] == OFFLINE_DIRTY), inc > 0,
                      *self._fresh_above(s, inc, "binc"), *self._fresh_above(s, inc, "creg_inc")]
-            upd = {f"bst{b}": z3.IntVal(STARTING), f"bep{b}": kept, f"binc{b}": inc, f"breg{b}": z3.BoolVal(False),
-                   f"role{b}": z3.IntVal(NO_ROLE)}
-            steps.append(Step(guard, upd, {REG_REQ: self._send(self.slots(s, REG_REQ), [z3.IntVal(b), inc, kept])}))
+            upd = {f"bst{b}": z3.BitVecVal(STARTING, W), f"bep{b}": kept, f"binc{b}": inc, f"breg{b}": z3.BoolVal(False),
+                   f"role{b}": z3.BitVecVal(NO_ROLE, W)}
+            steps.append(Step(guard, upd, {REG_REQ: self._send(self.slots(s, REG_REQ), [z3.BitVecVal(b, W), inc, kept])}))
         return steps, [inc]
 
     def receive_reg_response(self, s, cfg):
@@ -606,12 +625,12 @@ class Relation:
                 if not cfg.mutated.reg_response_ignores_incarnation:
                     guard.append(s[f"binc{b}"] == inc)
                 length = z3.If(mo > 1, z3.If(mo - 1 < s["clen"], mo - 1, s["clen"]), 0)
-                upd = {f"bst{b}": z3.IntVal(RUNNING), f"bep{b}": bep, f"breg{b}": z3.BoolVal(True),
+                upd = {f"bst{b}": z3.BitVecVal(RUNNING, W), f"bep{b}": bep, f"breg{b}": z3.BoolVal(True),
                        f"blen{b}": length}
                 upd.update({f"bl{b}_{i}": z3.If(i <= length, self.code(self.record(s, i), n), 0)
                             for i in range(1, self.Mb + 1)})
                 upd.update({f"r{x}{b}": z3.BitVecVal(0, n + 1) for x in "RIX"})
-                upd.update({f"rL{b}": z3.IntVal(0), f"rle{b}": z3.IntVal(0), f"rpe{b}": z3.IntVal(0)})
+                upd.update({f"rL{b}": z3.BitVecVal(0, W), f"rle{b}": z3.BitVecVal(0, W), f"rpe{b}": z3.BitVecVal(0, W)})
                 steps.append(Step(guard, upd, {REG_RESP: self._as_is(self._removed(s, REG_RESP, j))}))
         return steps, []
 
@@ -625,8 +644,9 @@ class Relation:
                 role, rR, rL, rle = s[f"role{b}"], s[f"rR{b}"], s[f"rL{b}"], s[f"rle{b}"]
                 needs = z3.Or(role == LEADER, z3.If(_bit(rR, b), rec["le"] > rle, _bit(rec["R"], b)))
                 base = [o <= s["clen"], o > s[f"blen{b}"], self._running(s, b), s[f"breg{b}"], needs]
-                learn = {f"blen{b}": z3.IntVal(o)}
-                learn.update({f"bl{b}_{i}": self.code(self.record(s, i), n) if i <= o else z3.IntVal(0)
+                learn = {f"blen{b}": z3.BitVecVal(o, W)}
+                learn.update({f"bl{b}_{i}": self.code(self.record(s, i), n) if i <= o else
+                              z3.BitVecVal(0, s[f"bl{b}_{i}"].size())
                               for i in range(1, self.Mb + 1)})
                 steps.append(Step(base + [rec["pe"] <= s[f"rpe{b}"]], dict(learn), {}))  # MetadataNoOp
                 in_new = _bit(rec["R"], b)
@@ -662,7 +682,7 @@ class Relation:
     def _become_leader(self, s, b, rec, is_new_leader, hwm: dict) -> dict:
         n = s["n"]
         upd = dict(hwm)
-        upd.update({f"role{b}": z3.IntVal(LEADER), f"leso{b}": s[f"leo{b}"]})
+        upd.update({f"role{b}": z3.BitVecVal(LEADER, W), f"leso{b}": s[f"leo{b}"]})
         for c in range(1, n + 1):
             keep = z3.BoolVal(True) if self.cfg.mutated.leader_keeps_stale_follower_state else _bit(rec["I"], c)
             keep = z3.And(z3.Not(is_new_leader), keep)
@@ -679,7 +699,7 @@ class Relation:
         """BecomeFollowerInNewEpoch, with AddPartitionToFetcher."""
         n = s["n"]
         upd = self._renounce(s, b)
-        upd.update({f"role{b}": z3.IntVal(FOLLOWER), f"leso{b}": z3.IntVal(0)})
+        upd.update({f"role{b}": z3.BitVecVal(FOLLOWER, W), f"leso{b}": z3.BitVecVal(0, W)})
         new_epoch = z3.BoolVal(False) if self.cfg.mutated.fetcher_kept_on_new_epoch else rec["le"] > s[f"rle{b}"]
         leader_added = z3.Or(*[z3.And(rec["L"] == c, s[f"f{b}_{c}_a"]) for c in range(1, n + 1)])
         reset = z3.Or(new_epoch, z3.Not(leader_added))
@@ -695,7 +715,7 @@ class Relation:
     def _wait(self, s, b) -> dict:
         """WaitForLeaderChange."""
         upd = self._renounce(s, b)
-        upd.update({f"role{b}": z3.IntVal(NO_ROLE), f"leso{b}": z3.IntVal(0)})
+        upd.update({f"role{b}": z3.BitVecVal(NO_ROLE, W), f"leso{b}": z3.BitVecVal(0, W)})
         for c in range(1, s["n"] + 1):
             upd.update(self._without_partition(s, b, c))
         return upd
@@ -732,7 +752,7 @@ class Relation:
             guard.append(proposal != curr)
             epochs = [z3.If(z3.Not(_bit(proposal, c)), 0, s[f"bep{b}"] if c == b else
                             z3.If(_bit(curr, c), 0, s[f"pbep{b}_{c}"])) for c in range(1, n + 1)]
-            request = [z3.IntVal(b), z3.BV2Int(proposal), *epochs, z3.IntVal(b), s[f"rle{b}"], s[f"rpe{b}"], s[f"bep{b}"]]
+            request = [z3.BitVecVal(b, W), _num(proposal), *epochs, z3.BitVecVal(b, W), s[f"rle{b}"], s[f"rpe{b}"], s[f"bep{b}"]]
             upd = {f"rX{b}": proposal | curr, f"pape{b}": s[f"rpe{b}"] + 1, f"papq{b}": z3.BoolVal(True),
                    "ls": z3.If(curr & ~proposal != 0, s["ls"] + 1, s["ls"])}
             upd.update({f"papq{b}_{k}": v for k, v in enumerate(request)})
@@ -751,7 +771,7 @@ class Relation:
                          s[f"papq{b}"], _eq([s[f"papq{b}_{k}"] for k in range(width)], req)]
                 ok = error == NO_ERROR
                 guard.append(z3.Implies(ok, z3.And(pe > s[f"rpe{b}"], le == s[f"rle{b}"])))
-                Rs, Is = z3.Int2BV(R, n + 1), z3.Int2BV(isr, n + 1)
+                Rs, Is = _set(R, n + 1), _set(isr, n + 1)
                 new = {f"rR{b}": z3.If(ok, Rs, s[f"rR{b}"]), f"rI{b}": z3.If(ok, Is, s[f"rI{b}"]),
                        f"rX{b}": z3.If(ok, Is, s[f"rI{b}"]), f"rL{b}": z3.If(ok, leader, s[f"rL{b}"]),
                        f"rle{b}": z3.If(ok, le, s[f"rle{b}"]), f"rpe{b}": z3.If(ok, pe, s[f"rpe{b}"])}
@@ -773,7 +793,7 @@ class Relation:
         for b, to in itertools.permutations(range(1, n + 1), 2):
             f = lambda x: s[f"f{b}_{to}_{x}"]  # noqa: E731
             guard = [s[f"bst{b}"] == RUNNING, f("a"), z3.Not(f("p")), s[f"rL{b}"] == to, z3.Not(self._converged(s, to, b))]
-            request = [z3.IntVal(b), z3.IntVal(to), s[f"bep{b}"], s[f"rle{b}"], f("o"), f("e")]
+            request = [z3.BitVecVal(b, W), z3.BitVecVal(to, W), s[f"bep{b}"], s[f"rle{b}"], f("o"), f("e")]
             steps.append(Step(guard, {f"f{b}_{to}_p": z3.BoolVal(True), f"f{b}_{to}_d": z3.BoolVal(False)},
                               {FETCH_REQ: self._send(self.slots(s, FETCH_REQ), request)}))
         return steps, []
@@ -788,14 +808,15 @@ class Relation:
                 guard = [p, dest == b, s[f"bst{b}"] == RUNNING]
                 md_le, hwm, leo = s[f"rle{b}"], s[f"hwm{b}"], s[f"leo{b}"]
                 leads = z3.And(s[f"role{b}"] == LEADER, md_le == le)
-                error = z3.If(md_le < le, UNKNOWN_LEADER_EPOCH, z3.If(md_le > le, FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER))
-                zero = z3.IntVal(0)
-                refused = [z3.IntVal(b), src, error, md_le, fo, zero, zero, zero, hwm, zero, zero, zero, zero]
+                error = z3.If(md_le < le, _n(UNKNOWN_LEADER_EPOCH), z3.If(md_le > le, _n(FENCED_LEADER_EPOCH),
+                                                                   _n(NOT_LEADER_OR_FOLLOWER)))
+                zero = z3.BitVecVal(0, W)
+                refused = [z3.BitVecVal(b, W), src, error, md_le, fo, zero, zero, zero, hwm, zero, zero, zero, zero]
                 steps.append(Step(guard + [z3.Not(leads)], {}, {
                     FETCH_REQ: self._as_is(rest), FETCH_RESP: self._send(self.slots(s, FETCH_RESP), refused)}))
                 epoch, end = self._lofe(s, b, lfe, True)
                 diverges = z3.Or(epoch < lfe, end < fo)
-                div = [z3.IntVal(b), src, z3.IntVal(NO_ERROR), md_le, fo, z3.IntVal(1), epoch, end, hwm, zero, zero, zero, zero]
+                div = [z3.BitVecVal(b, W), src, z3.BitVecVal(NO_ERROR, W), md_le, fo, z3.BitVecVal(1, W), epoch, end, hwm, zero, zero, zero, zero]
                 steps.append(Step(guard + [leads, diverges], {},
                                   {FETCH_REQ: self._as_is(rest), FETCH_RESP: self._send(self.slots(s, FETCH_RESP), div)}))
                 peer_leo = lambda c: z3.If(src == c, fo, s[f"pleo{b}_{c}"])  # noqa: E731
@@ -807,10 +828,10 @@ class Relation:
                     upd[f"pleo{b}_{c}"] = z3.If(src == c, fo, s[f"pleo{b}_{c}"])
                     upd[f"pbep{b}_{c}"] = z3.If(src == c, bep, s[f"pbep{b}_{c}"])
                 has = fo < leo
-                rep, rval = _select(fo, [e for e, _ in self._log(s, b)], z3.IntVal(0)), \
-                    _select(fo, [v for _, v in self._log(s, b)], z3.IntVal(0))
-                ok = [z3.IntVal(b), src, z3.IntVal(NO_ERROR), md_le, fo, zero, zero, zero, _zmax(new_hwm, hwm),
-                      z3.If(has, 1, 0), z3.If(has, rep, 0), z3.If(has, fo, 0), z3.If(has, rval, 0)]
+                rep, rval = _select(fo, [e for e, _ in self._log(s, b)], z3.BitVecVal(0, W)), \
+                    _select(fo, [v for _, v in self._log(s, b)], z3.BitVecVal(0, W))
+                ok = [z3.BitVecVal(b, W), src, z3.BitVecVal(NO_ERROR, W), md_le, fo, zero, zero, zero, _zmax(new_hwm, hwm),
+                      z3.If(has, _n(1), _n(0)), z3.If(has, rep, 0), z3.If(has, fo, 0), z3.If(has, rval, 0)]
                 steps.append(Step(guard + [leads, z3.Not(diverges), src >= 1, src <= n] + acks, upd,
                                   {FETCH_REQ: self._as_is(rest), FETCH_RESP: self._send(self.slots(s, FETCH_RESP), ok)}))
         return steps, [x]
@@ -869,7 +890,7 @@ class Relation:
             for v in range(1, self.V + 1):
                 leo, hwm = s[f"leo{b}"], s[f"hwm{b}"]
                 guard = [z3.Not(_bit(s["sent"], v)), s[f"bst{b}"] == RUNNING, s[f"role{b}"] == LEADER,
-                         count(s[f"rX{b}"]) >= cfg.min_isr, leo <= self.V]
+                         _count(s[f"rX{b}"]) >= cfg.min_isr, leo <= self.V]
                 log = [(z3.If(leo == i, s[f"rle{b}"], e), z3.If(leo == i, v, val))
                        for i, (e, val) in enumerate(self._log(s, b), 1)]
                 new_hwm = self._commit_offset(s, b, s[f"rX{b}"], leo + 1, lambda c: s[f"pleo{b}_{c}"]) + 1
@@ -896,13 +917,13 @@ class Relation:
         """What the shutdowns share (faults.shutdown, with DropFetchSessions)."""
         n = s["n"]
         guard, upd = self._fenced(s, b, choice)
-        upd.update({f"bst{b}": z3.IntVal(status), f"bep{b}": kept, f"binc{b}": z3.IntVal(0),
-                    f"breg{b}": z3.BoolVal(False), f"role{b}": z3.IntVal(NO_ROLE)})
+        upd.update({f"bst{b}": z3.BitVecVal(status, W), f"bep{b}": kept, f"binc{b}": z3.BitVecVal(0, W),
+                    f"breg{b}": z3.BoolVal(False), f"role{b}": z3.BitVecVal(NO_ROLE, W)})
         upd.update(self._blank_peers(s, b))
         upd.update(self._no_pending_ap(s, b))
         for c in range(1, n + 1):
-            upd.update({f"f{b}_{c}_{x}": v for x, v in (("a", z3.BoolVal(False)), ("o", z3.IntVal(0)),
-                                                        ("e", z3.IntVal(0)), ("d", z3.BoolVal(False)),
+            upd.update({f"f{b}_{c}_{x}": v for x, v in (("a", z3.BoolVal(False)), ("o", z3.BitVecVal(0, W)),
+                                                        ("e", z3.BitVecVal(0, W)), ("d", z3.BoolVal(False)),
                                                         ("p", z3.BoolVal(False)))})
             if c != b:
                 pend, added = s[f"f{c}_{b}_p"], s[f"f{c}_{b}_a"]
@@ -912,18 +933,18 @@ class Relation:
         msgs = {k: ("keep", keep) for k in (FETCH_REQ, FETCH_RESP)}
         return [self._running(s, b), *guard], upd, msgs
 
-    def _shutdowns(self, s, cfg, status, ctr, limit, kept=lambda s, b: z3.IntVal(0), extra=lambda s, b: [],
+    def _shutdowns(self, s, cfg, status, ctr, limit, kept=lambda s, b: z3.BitVecVal(0, W), extra=lambda s, b: [],
                    data_loss=False):
         n = s["n"]
         steps = []
-        choice = z3.Int("choice")
+        choice = z3.BitVec("choice", W)
         for b in range(1, n + 1):
             guard, upd, msgs = self._shutdown(s, b, choice, status, kept(s, b))
             guard += [s[ctr] < limit, self._may_disrupt(s), *extra(s, b)]
             upd[ctr] = s[ctr] + 1
             if data_loss:
                 upd.update(self._empty_data(s, b))
-                upd[f"leso{b}"] = z3.IntVal(0)
+                upd[f"leso{b}"] = z3.BitVecVal(0, W)
             steps.append(Step(guard, upd, msgs))
         return steps
 
@@ -934,33 +955,33 @@ class Relation:
         def last_standing(s, b):
             if not cfg.avoid_last_replica_standing:
                 return []
-            return [z3.Not(z3.And(_bit(s["C_I"], b), count(s["C_I"]) == 1))]
+            return [z3.Not(z3.And(_bit(s["C_I"], b), _count(s["C_I"]) == 1))]
         return self._shutdowns(s, cfg, OFFLINE_DIRTY, "us", cfg.unclean_shutdown_limit, extra=last_standing,
-                               data_loss=True), [z3.Int("choice")]
+                               data_loss=True), [z3.BitVec("choice", W)]
 
     def clean_shutdown(self, s, cfg):
         if not (cfg.clean_shutdown_limit and not cfg.kip966):
             return [], []
-        return self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), [z3.Int("choice")]
+        return self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), [z3.BitVec("choice", W)]
 
     def data_loss_shutdown(self, s, cfg):
         if not (cfg.unclean_shutdown_limit and cfg.kip966):
             return [], []
-        return self._shutdowns(s, cfg, OFFLINE_DIRTY, "us", cfg.unclean_shutdown_limit, data_loss=True), [z3.Int("choice")]
+        return self._shutdowns(s, cfg, OFFLINE_DIRTY, "us", cfg.unclean_shutdown_limit, data_loss=True), [z3.BitVec("choice", W)]
 
     def no_data_loss_shutdown(self, s, cfg):
         if not (cfg.clean_shutdown_limit and cfg.kip966):
             return [], []
         clean = self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit, kept=lambda s, b: s[f"bep{b}"])
-        return clean + self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), [z3.Int("choice")]
+        return clean + self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), [z3.BitVec("choice", W)]
 
     def receive_reg_request(self, s, cfg):
         n = s["n"]
-        epoch = z3.Int("new_broker_epoch")
+        epoch = z3.BitVec("new_broker_epoch", W)
         steps = []
         if not (cfg.clean_shutdown_limit + cfg.unclean_shutdown_limit):
             return steps, [epoch]
-        choice = z3.Int("choice")
+        choice = z3.BitVec("choice", W)
         for b in range(1, n + 1):
             for j, (who, inc, bep), p in self._receive(s, REG_REQ):
                 if True:
@@ -980,19 +1001,19 @@ class Relation:
                         g2, upd = self._unfenced(s, b, choice)
                         guard += g2
                     upd.update({f"creg_ep{b}": epoch, f"creg_inc{b}": inc})
-                    response = [z3.IntVal(b), epoch, inc, s["clen"]]
+                    response = [z3.BitVecVal(b, W), epoch, inc, s["clen"]]
                     steps.append(Step(guard, upd, {REG_REQ: self._as_is(self._removed(s, REG_REQ, j)),
                                                    REG_RESP: self._send(self.slots(s, REG_RESP), response)}))
         return steps, [epoch, choice]
 
     def receive_ap_request(self, s, cfg):
         n = s["n"]
-        choice = z3.Int("choice")
+        choice = z3.BitVec("choice", W)
         steps = []
         for b in range(1, n + 1):
             for j, m, p in self._receive(s, AP_REQ):
                 src, isr, epochs, pe, bep = m[0], m[1], m[2:2 + n], m[4 + n], m[5 + n]
-                isr_bv = z3.Int2BV(isr, n + 1)
+                isr_bv = _set(isr, n + 1)
                 rest = self._removed(s, AP_REQ, j)
                 fenced_epoch = z3.Not(z3.And(s["C_L"] == b, bep == s[f"creg_ep{b}"],
                                              z3.Or(pe == s["C_pe"], cfg.mutated.ap_ignores_partition_epoch)))
@@ -1000,15 +1021,15 @@ class Relation:
                     z3.Not(_bit(s["U"], c)),
                     z3.Not(z3.Or(epochs[c - 1] == 0, s[f"creg_ep{c}"] == epochs[c - 1], cfg.mutated.ap_ignores_broker_epoch))))
                     for c in range(1, n + 1)])
-                error = z3.If(fenced_epoch, FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA)
-                zero = z3.IntVal(0)
+                error = z3.If(fenced_epoch, _n(FENCED_LEADER_EPOCH), _n(INELIGIBLE_REPLICA))
+                zero = z3.BitVecVal(0, W)
                 base = [p, src == b, isr >= 0, isr < 2 ** (n + 1)]
-                refusal = [z3.IntVal(b), error, zero, zero, zero, zero, zero, *m]
+                refusal = [z3.BitVecVal(b, W), error, zero, zero, zero, zero, zero, *m]
                 steps.append(Step(base + [z3.Or(fenced_epoch, ineligible)], {},
                                   {AP_REQ: self._as_is(rest), AP_RESP: self._send(self.slots(s, AP_RESP), refusal)}))
                 cur = self.record(s)
                 final = isr_bv & ~cur["M"]
-                complete = z3.And((cur["A"] | cur["M"]) != 0, cur["A"] & ~final == 0, count(final) >= cfg.min_isr)
+                complete = z3.And((cur["A"] | cur["M"]) != 0, cur["A"] & ~final == 0, _count(final) >= cfg.min_isr)
                 md = dict(cur, R=z3.If(complete, cur["R"] & ~cur["M"], cur["R"]), I=z3.If(complete, final, isr_bv),
                           le=z3.If(complete, cur["le"] + 1, cur["le"]), pe=cur["pe"] + 1,
                           A=z3.If(complete, z3.BitVecVal(0, n + 1), cur["A"]),
@@ -1018,7 +1039,7 @@ class Relation:
                 if True:
                     md_c = dict(md, L=choice)
                     guard, upd = self._apply(s, md_c)
-                    response = [z3.IntVal(b), z3.IntVal(NO_ERROR), z3.BV2Int(md["R"]), z3.BV2Int(md["I"]),
+                    response = [z3.BitVecVal(b, W), z3.BitVecVal(NO_ERROR, W), _num(md["R"]), _num(md["I"]),
                                 choice, md["le"], md["pe"], *m]
                     steps.append(Step(base + guard + [z3.Not(fenced_epoch), z3.Not(ineligible),
                                                       self._leader_ok(s, md["I"], choice)], upd,
@@ -1031,7 +1052,7 @@ class Relation:
         steps = []
         if not cfg.fence_broker_limit:
             return steps, []
-        choice = z3.Int("choice")
+        choice = z3.BitVec("choice", W)
         for b in range(1, n + 1):
             guard, upd = self._fenced(s, b, choice)
             guard += [s["fb"] < cfg.fence_broker_limit, self._may_disrupt(s), _bit(s["U"], b)]
@@ -1042,7 +1063,7 @@ class Relation:
     def unfence_broker(self, s, cfg):
         n = s["n"]
         steps = []
-        choice = z3.Int("choice")
+        choice = z3.BitVec("choice", W)
         for b in range(1, n + 1):
             guard, upd = self._unfenced(s, b, choice)
             steps.append(Step(guard + [z3.Not(_bit(s["U"], b)), s[f"bst{b}"] == RUNNING], upd, {}))
@@ -1052,21 +1073,21 @@ class Relation:
         n = s["n"]
         adding, removing = z3.BitVec("adding", n + 1), z3.BitVec("removing", n + 1)
         if not cfg.reassignment_limit:
-            return [], [adding, removing, z3.Int("choice")]
+            return [], [adding, removing, z3.BitVec("choice", W)]
         cur = self.record(s)
         zero = z3.BitVecVal(0, n + 1)
         full = z3.BitVecVal((1 << (n + 1)) - 2, n + 1)
         base = [s["ra"] < cfg.reassignment_limit, (cur["A"] | cur["M"]) == 0, (adding | removing) != 0,
                 adding & cur["R"] == 0, removing & ~cur["R"] == 0, adding & ~full == 0,
-                count(cur["R"]) + count(adding) - count(removing) >= cfg.min_isr]
+                _count(cur["R"]) + _count(adding) - _count(removing) >= cfg.min_isr]
         grown = cur["R"] | adding
         fr, fi = grown & ~removing, cur["I"] & ~removing
-        now = z3.And(adding & ~fi == 0, count(fi) >= cfg.min_isr, fr != 0)
+        now = z3.And(adding & ~fi == 0, _count(fi) >= cfg.min_isr, fr != 0)
         md = dict(cur, R=z3.If(now, fr, grown), I=z3.If(now, fi, cur["I"]), le=z3.If(now, cur["le"] + 1, cur["le"]),
                   pe=cur["pe"] + 1, A=z3.If(now, zero, adding), M=z3.If(now, zero, removing))
         if cfg.kip966:
             md["E"] = z3.If(now, self._update_elr(s, fi, fr), cur["E"])
-        choice = z3.Int("choice")
+        choice = z3.BitVec("choice", W)
         cand = md["I"] & s["U"]
         leaderless = z3.If(choice == 0, cand == 0, _has(cand, choice, n))
         guard = [z3.If(cur["L"] == 0, leaderless, self._leader_ok(s, md["I"], choice))]
@@ -1079,7 +1100,7 @@ class Relation:
 def _const(x, v):
     if z3.is_bool(x):
         return z3.BoolVal(bool(v))
-    return z3.BitVecVal(v, x.size()) if z3.is_bv(x) else z3.IntVal(v)
+    return z3.BitVecVal(v, x.size()) if z3.is_bv(x) else z3.BitVecVal(v, W)
 
 
 # ---------------------------------------------------------------------------------- the properties
@@ -1114,7 +1135,7 @@ def replication_quorum_superset(s):
         pending = s[f"pape{b}"] > s[f"rpe{b}"]
         superset = (s["C_I"] | s["C_E"]) & ~s[f"rX{b}"] == 0
         if cfg.kip966:
-            superset = z3.Or(superset, count(s[f"rI{b}"]) < cfg.min_isr)
+            superset = z3.Or(superset, _count(s[f"rI{b}"]) < cfg.min_isr)
         out.append(z3.Implies(current, z3.And(z3.Or(pending, s[f"rX{b}"] == s[f"rI{b}"]), superset)))
     return z3.And(*out)
 
@@ -1142,7 +1163,7 @@ def metadata_log_matching(s):
 
 def min_isr_recovery_quorum(s):
     cfg = s["cfg"]
-    return z3.Or(s["C_I"] != 0, s["C_E"] != 0, count(s["C_K"]) == cfg.min_isr)
+    return z3.Or(s["C_I"] != 0, s["C_E"] != 0, _count(s["C_K"]) == cfg.min_isr)
 
 
 PROPERTIES = {"LeaderCompletenessProperty": leader_completeness,

@@ -1,0 +1,100 @@
+"""The replication model's symbolic form (specs/replication/symbolic.py): every step of the model is a step of
+the relation, the Z3 properties evaluate like their Python twins on the states the model reaches, and
+bounded model checking finds BFS's shortest trace of a mutation as a run `replay` accepts."""
+
+import pytest
+import z3
+
+from harness.check import write_counterexamples
+from harness.engines import z3bmc
+from harness.registry import load_spec
+from harness.replay import replay
+from harness.symbolic import const
+from harness.trace import read_trace
+from symbolic_support import reachable
+
+SPEC = load_spec("replication")
+
+
+def config(preset, mutation=None, settings=()):
+    return SPEC.config(preset, list(settings), [], mutation)
+
+
+def fixed(formula, pairs):
+    """`formula` with the symbolic fields fixed, simplified (a literal when nothing else is free)."""
+    return z3.simplify(z3.substitute(formula, *[(x, const(x, v)) for x, v in pairs]))
+
+
+def simulated(cfg, limit: int, rules=None) -> dict:
+    """Checks that each model step (from up to `limit` states) that changes the projection, of `rules` if
+    given, is a step of the relation's rule of the same name; returns the steps checked per rule."""
+    rel = SPEC.symbolic.for_config(cfg)
+    n = cfg.broker_count
+    s_, t_ = rel.make_state("s_", n), rel.make_state("t_", n)
+    relations, checked, seen = {}, {}, set()
+    for s, rule, t in reachable(SPEC.bind(cfg), limit)[1]:
+        if rules and rule not in rules:
+            continue
+        before, after = rel.project(cfg, s), rel.project(cfg, t)
+        key = (rule, tuple(before.values()), tuple(after.values()))
+        if before == after or key in seen:
+            continue
+        seen.add(key)
+        if rule not in relations:
+            relations[rule] = z3.And(rel.RULES[rule](s_, t_, cfg)[0], rel.type_ok(s_), rel.type_ok(t_))
+        solver = z3.Solver()
+        solver.add(fixed(relations[rule], [(s_[f], v) for f, v in before.items()] +
+                         [(t_[f], v) for f, v in after.items()]))
+        assert solver.check() == z3.sat, (rule, {f: (before[f], after[f]) for f in before if before[f] != after[f]})
+        checked[rule] = checked.get(rule, 0) + 1
+    return checked
+
+
+# Every rule of the relation: the parity configs (p3: a reassignment), fencing, restarts with both shutdowns,
+# and kip966's (data-loss shutdown, fencing, the ELR).
+CONFIGS = [("p1", 300), ("p3", 250), ("fence", 250), ("restart_faults", 250), ("kip966", 250)]
+
+
+@pytest.mark.parametrize("preset,limit", CONFIGS)
+def test_every_model_step_is_a_step_of_the_relation(preset, limit):
+    checked = simulated(config(preset), limit)
+    assert sum(checked.values()) > 50, checked
+
+
+@pytest.mark.parametrize("mutation", sorted(SPEC.mutations))
+def test_every_mutated_step_is_a_step_of_the_mutated_relation(mutation):
+    """Under each mutation, the steps of the rule it changes (at the config that catches it)."""
+    m = SPEC.mutations[mutation]
+    checked = simulated(config(m.caught_at, mutation), 400, rules={m.rule})
+    assert checked.get(m.rule, 0) > 0, checked
+
+
+@pytest.mark.parametrize("preset,mutation", [("p1", None), ("p1", "isr_join_below_hwm"), ("kip966", None),
+                                             ("fence", "ap_ignores_partition_epoch")])
+def test_z3_properties_agree_with_python_on_reached_states(preset, mutation):
+    cfg = config(preset, mutation)
+    model = SPEC.bind(cfg)
+    rel = SPEC.symbolic.for_config(cfg)
+    s_ = rel.make_state("s_", cfg.broker_count)
+    forms = {p: f(s_) for p, f in SPEC.z3_invariants.items() if p in SPEC.invariants}
+    states = reachable(model, 1500)[0]
+    violated = 0
+    for st in states:
+        pairs = [(s_[f], v) for f, v in rel.project(cfg, st).items()]
+        for p, form in forms.items():
+            value = fixed(form, pairs)
+            assert z3.is_true(value) or z3.is_false(value)
+            assert z3.is_true(value) == bool(model.holds(p, st) is True), (p, st)
+            violated += z3.is_false(value)
+    assert violated > 0 or mutation is None  # the mutation's violations are among the states compared
+
+
+def test_bmc_finds_bfs_shortest_trace_and_it_replays(tmp_path):
+    """`check replication --config p1 --mutation isr_join_below_hwm --engine z3`: BFS's 11 steps."""
+    model = SPEC.bind(config("p1", "isr_join_below_hwm"))
+    result = z3bmc.check(model, depth=11)
+    assert result.violations, result.stats
+    v = result.violations[0]
+    assert (v.depth, v.outcome.property) == (11, "LeaderCandidateCompletenessProperty")
+    write_counterexamples(model, result, tmp_path, None)
+    assert replay(read_trace(v.trace_path)).ok
