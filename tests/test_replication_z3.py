@@ -89,6 +89,7 @@ def test_z3_properties_agree_with_python_on_reached_states(preset, mutation):
     assert violated > 0 or mutation is None  # the mutation's violations are among the states compared
 
 
+@pytest.mark.gate  # the gate's Z3 step runs the same BMC (replication's CI_PLAN)
 def test_bmc_finds_bfs_shortest_trace_and_it_replays(tmp_path):
     """`check replication --config p1 --mutation isr_join_below_hwm --engine z3`: BFS's 11 steps."""
     model = SPEC.bind(config("p1", "isr_join_below_hwm"))
