@@ -179,7 +179,7 @@ def z3_checks(names: list[str], failures: list[str], out: Path) -> None:
 
 def z3_plan(spec, failures: list[str], out: Path) -> None:
     """A relation too large for the generic step (replication's message-level one) says what fits: the
-    properties whose proof closes at a config, and the mutation BMC finds at BFS's length."""
+    properties whose proof closes at a config, and (if any) the mutation BMC finds at BFS's length."""
     from harness.engines import z3bmc, z3prove
 
     plan, name = spec.symbolic.CI_PLAN, spec.name
@@ -191,6 +191,8 @@ def z3_plan(spec, failures: list[str], out: Path) -> None:
     if not proof["proved"]:
         failures.append(f"{name}/{preset}: Z3 properties not inductive: "
                         + "; ".join(f"{c['rule']} {c['result']} for {c['property']}" for c in proof["failed"]))
+    if plan.get("bmc") is None:
+        return
     preset, mutation, length = plan["bmc"]
     mutated = spec.bind(spec.config(preset, mutation=mutation))
     r = z3bmc.check(mutated, depth=length)

@@ -6,7 +6,7 @@ import pytest
 import z3
 
 from harness.check import write_counterexamples
-from harness.engines import z3bmc
+from harness.engines import z3bmc, z3prove
 from harness.registry import load_spec
 from harness.replay import replay
 from harness.symbolic import const
@@ -87,6 +87,27 @@ def test_z3_properties_agree_with_python_on_reached_states(preset, mutation):
             assert z3.is_true(value) == bool(model.holds(p, st) is True), (p, st)
             violated += z3.is_false(value)
     assert violated > 0 or mutation is None  # the mutation's violations are among the states compared
+
+
+@pytest.mark.gate  # the gate's Z3 step proves the same (replication's CI_PLAN)
+def test_prove_closes_the_metadata_properties_at_p1():
+    """MetadataLogMatching (a broker's metadata log is a prefix of the controller's) and MinIsrRecoveryQuorum
+    are inductive over the whole relation at p1, without lemmas."""
+    preset, properties = SPEC.symbolic.CI_PLAN["prove"]
+    result = z3prove.prove(SPEC.bind(config(preset)), properties)
+    assert result["proved"], result["failed"]
+    assert result["checks"] == (1 + len(SPEC.symbolic.for_config(config(preset)).RULES)) * len(properties)
+
+
+def test_prove_explains_each_cti_by_the_reachable_states():
+    """LogMatching alone is not inductive (a leader's write beside a follower whose log disagrees below
+    both HWMs): each CTI's pre-state is judged against every state BFS reaches at p1, and none is."""
+    result = z3prove.prove(SPEC.bind(config("p1")), ["LogMatchingProperty"])
+    assert not result["proved"] and result["ctis"]
+    assert "WriteRecordToLeader" in {c["rule"] for c in result["ctis"]}
+    for cti in result["ctis"]:
+        assert cti["reachable_depth"] is None
+        assert cti["reachability"].startswith("unreachable (not among the 1,163 states BFS reaches)"), cti
 
 
 @pytest.mark.gate  # the gate's Z3 step runs the same BMC (replication's CI_PLAN)

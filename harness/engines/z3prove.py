@@ -104,14 +104,18 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
                        "params": {str(x): _value(m, x, n) for x in params}, "reachable_depth": None,
                        "reachability": f"unreachable within {reach_depth} steps: the property is too weak to be inductive"}
                 # Prefer a CTI whose pre-state is reachable: a real violation, shown as the run reaching it.
-                found = _reachable_cti(sym, cfg, n, rule, spec.z3_invariants[p], reach_depth)
+                # A relation too large for BMC from Init (replication) judges its CTI's pre-state itself.
+                judge = getattr(sym, "reachability", None)
+                if judge is not None:
+                    cti["reachable_depth"], cti["reachability"] = judge(model, cti["pre"])
+                found = None if judge else _reachable_cti(sym, cfg, n, rule, spec.z3_invariants[p], reach_depth)
                 if found is not None:
                     k, cti["pre"], cti["post"], cti["params"] = found
                     cti["reachable_depth"] = k
                     cti["reachability"] = f"reachable in {k} steps: real violation"
                 if seen is None:
                     ctis.append(cti)
-                elif seen["reachable_depth"] is None and found is not None:
+                elif seen["reachable_depth"] is None and (found is not None or cti["reachable_depth"] is not None):
                     ctis[ctis.index(seen)] = cti
     proved = all(c["result"] == "proved" or c["rule"] == "init" and c["result"] == "unsat" for c in checks)
     return {"spec": spec.name, "mutation": mutation, "properties": names, "max_brokers": max_brokers,

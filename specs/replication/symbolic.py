@@ -44,6 +44,9 @@ LIMIT = 1000
 RECORD = ("R", "I", "L", "le", "pe", "A", "M", "E", "K")  # a PartitionChange: the sets, leader id and epochs
 SETS = {"R", "I", "A", "M", "E", "K"}
 CODE = ("pe", "le", "L", "R", "I", "A", "M", "E", "K")  # a record's code: these fields, most significant first
+# What the gate and the nightly run of this relation (each within minutes; BMC of the whole relation to BFS's
+# 11 steps at p1 times out: docs/models/replication.md): the properties whose proof closes, and where.
+CI_PLAN = {"prove": ("p1", ["MetadataLogMatchingProperty", "MinIsrRecoveryQuorum"]), "bmc": None}
 COUNTERS = ("cs", "us", "fb", "ls", "ra")  # aux_ctrs: clean, unclean shutdowns, fences, shrinks, reassignments
 KINDS = (REG_REQ, REG_RESP, AP_REQ, AP_RESP, FETCH_REQ, FETCH_RESP)
 
@@ -132,6 +135,7 @@ class Relation:
 
     def __init__(self, cfg) -> None:
         self.cfg = cfg
+        self._reached: dict = {}  # config -> {projection: BFS depth} (reachability)
         self.V = cfg.values
         self.Mb = cfg.metadata_log_bound
         self.K = cfg.message_bound
@@ -308,6 +312,31 @@ class Relation:
 
     def brokers(self, cfg) -> int:
         return cfg.broker_count
+
+    def reachability(self, model, pre: dict, limit: int = 100_000) -> tuple:
+        """`prove`'s verdict on a CTI's pre-state (fields as `prove` shows them: bit-vectors as member
+        lists): (BFS depth, text) if the model reaches it, else (None, text), by exhausting the config
+        (BMC from Init over this relation takes hours); None and why when the config is too large."""
+        if model.config not in self._reached:
+            self._reached[model.config] = reached = {}
+            frontier, depth = {st: None for st in model.init_states()}, 0
+            while frontier and len(reached) <= limit:
+                nxt = {}
+                for st in frontier:
+                    reached.setdefault(tuple(sorted(self.project(model.config, st).items())), depth)
+                    nxt.update((t, None) for _, t in model.successors(st))
+                frontier = {t: None for t in nxt if tuple(sorted(self.project(model.config, t).items())) not in reached}
+                depth += 1
+            if frontier:
+                reached.clear()
+        reached = self._reached[model.config]
+        if not reached:
+            return None, f"not decided: the config has more than {limit:,} states"
+        key = tuple(sorted((k, sum(1 << i for i in v) if isinstance(v, list) else v) for k, v in pre.items()))
+        if key in reached:
+            return reached[key], f"reachable in {reached[key]} steps: real violation"
+        return None, (f"unreachable (not among the {len(reached):,} states BFS reaches): the property is too weak "
+                      "to be inductive")
 
     def broker_counts(self, cfg, max_brokers: int) -> list:
         """`prove`'s broker counts: the config's (the slots are sized by it), if within the maximum."""
