@@ -116,7 +116,7 @@ def run_model(name: str, folder: Path, seed: int) -> dict:
         properties = None
         if hasattr(spec.symbolic, "CI_PLAN"):  # a relation too large for every property (replication): what fits
             preset, properties = spec.symbolic.CI_PLAN["prove"]
-            model = spec.bind(spec.config(preset, mutation=CHANGES.get(name)))
+            model = spec.bind(spec.config(preset, spec.symbolic.CI_PLAN.get("settings", []), mutation=CHANGES.get(name)))
         elif model is None or getattr(spec.symbolic, "unsupported", lambda cfg: None)(model.config):
             preset = "ci"
             model = spec.bind(spec.config(preset, mutation=CHANGES.get(name)))

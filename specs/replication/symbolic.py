@@ -33,7 +33,7 @@ import itertools
 
 import z3
 
-from harness.bitset import bit, members
+from harness.bitset import bit
 from specs.replication.state import (AP_REQ, AP_RESP, FENCED_LEADER_EPOCH, FETCH_REQ, FETCH_RESP, FOLLOWER,
                                      INELIGIBLE_REPLICA, LEADER, NO_ERROR, NO_ROLE, NOT_LEADER_OR_FOLLOWER,
                                      OFFLINE_CLEAN, OFFLINE_DIRTY, REG_REQ, REG_RESP, RUNNING, STARTING,
@@ -45,8 +45,11 @@ RECORD = ("R", "I", "L", "le", "pe", "A", "M", "E", "K")  # a PartitionChange: t
 SETS = {"R", "I", "A", "M", "E", "K"}
 CODE = ("pe", "le", "L", "R", "I", "A", "M", "E", "K")  # a record's code: these fields, most significant first
 # What the gate and the nightly run of this relation (each within minutes; BMC of the whole relation to BFS's
-# 11 steps at p1 times out: docs/models/replication.md): the properties whose proof closes, and where.
-CI_PLAN = {"prove": ("p1", ["MetadataLogMatchingProperty", "MinIsrRecoveryQuorum"]), "bmc": None}
+# 11 steps at p1 times out: docs/models/replication.md): the properties whose proof closes, and where. p1's
+# states hold at most two messages of a type and two metadata records, so p1 with those bounds is the same
+# model (it stops with an error past them) over a relation a third the size.
+CI_PLAN = {"prove": ("p1", ["MetadataLogMatchingProperty", "MinIsrRecoveryQuorum"]),
+           "settings": ["message_bound=2", "metadata_log_bound=3"], "bmc": None}
 COUNTERS = ("cs", "us", "fb", "ls", "ra")  # aux_ctrs: clean, unclean shutdowns, fences, shrinks, reassignments
 KINDS = (REG_REQ, REG_RESP, AP_REQ, AP_RESP, FETCH_REQ, FETCH_RESP)
 
@@ -1199,6 +1202,32 @@ def min_isr_recovery_quorum(s):
     return z3.Or(s["C_I"] != 0, s["C_E"] != 0, _count(s["C_K"]) == cfg.min_isr)
 
 
+# Strengthening lemmas (docs/models/replication.md, "What prove closes"): each holds on every state the model
+# reaches (tests/test_replication_z3.py), and removes a family of CTIs' impossible pre-states.
+
+def lemma_hwm_within_log(s):
+    """A replica's HWM is at most its log end: it advances only to committed offsets of its own log, a
+    follower takes the leader's HWM only where it falls within its log, and an emptied log restarts at 1."""
+    return z3.And(*[s[f"hwm{b}"] <= s[f"leo{b}"] for b in range(1, s["n"] + 1)])
+
+
+def lemma_hwm_within_true_hwm(s):
+    """No replica's HWM passes the true HWM: every leader advance raises the true HWM with it, and a follower
+    copies an HWM a leader had."""
+    return z3.And(*[s[f"hwm{b}"] <= s["thwm"] for b in range(1, s["n"] + 1)])
+
+
+def lemma_fetch_between_two_brokers(s):
+    """Every fetch request and response in flight goes between two distinct brokers: a follower fetches
+    only from another broker, and the response goes back to the request's source."""
+    rel, n = s["rel"], s["n"]
+    return z3.And(*[z3.Implies(p, z3.And(xs[0] != xs[1], xs[0] >= 1, xs[0] <= n, xs[1] >= 1, xs[1] <= n))
+                    for kind in (FETCH_REQ, FETCH_RESP) for p, xs in rel.slots(s, kind)])
+
+
+LEMMAS = {"LemmaHwmWithinLog": lemma_hwm_within_log, "LemmaHwmWithinTrueHwm": lemma_hwm_within_true_hwm,
+          "LemmaFetchBetweenTwoBrokers": lemma_fetch_between_two_brokers}
+
 PROPERTIES = {"LeaderCompletenessProperty": leader_completeness,
               "LeaderCandidateCompletenessProperty": leader_candidate_completeness,
               "ReplicationQuorumSupersetProperty": replication_quorum_superset,
@@ -1206,4 +1235,3 @@ PROPERTIES = {"LeaderCompletenessProperty": leader_completeness,
               "MetadataLogMatchingProperty": metadata_log_matching,
               "MinIsrRecoveryQuorum": min_isr_recovery_quorum}
 
-__all__ = ["Relation", "for_config", "PROPERTIES", "members"]
