@@ -220,4 +220,4 @@ spec.eventually(
 from specs.replication import symbolic as _sym  # noqa: E402
 
 spec.symbolic = _sym
-spec.z3_invariants.update(_sym.PROPERTIES)
+spec.z3_invariants.update({**_sym.PROPERTIES, **_sym.LEMMAS})

@@ -89,6 +89,18 @@ def test_z3_properties_agree_with_python_on_reached_states(preset, mutation, lim
     assert violated > 0 or mutation is None  # the mutation's violations are among the states compared
 
 
+@pytest.mark.parametrize("preset", ["p1", "fence", "restart_faults", "kip966"])
+def test_the_lemmas_hold_where_the_model_goes(preset):
+    cfg = config(preset)
+    rel = SPEC.symbolic.for_config(cfg)
+    s_ = rel.make_state("s_", cfg.broker_count)
+    forms = {name: lemma(s_) for name, lemma in SPEC.symbolic.LEMMAS.items()}
+    for st in reachable(SPEC.bind(cfg), 400)[0]:
+        pairs = [(s_[f], v) for f, v in rel.project(cfg, st).items()]
+        for name, form in forms.items():
+            assert z3.is_true(fixed(form, pairs)), (name, st)
+
+
 @pytest.mark.gate  # the gate's Z3 step proves the same (replication's CI_PLAN)
 def test_prove_closes_the_metadata_properties_at_p1():
     """MetadataLogMatching (a broker's metadata log is a prefix of the controller's) and MinIsrRecoveryQuorum
