@@ -242,7 +242,8 @@ STEPS = ["pytest", "BFS exhaustion of the ci configs", "mutation adequacy", "rep
 EXPECTED_SECONDS = {("2,6", "zk"): 75, ("5", "replication"): 50, ("2,6", "kip642"): 47, ("5", "kraft"): 40,
                     ("5", "zk"): 35, ("7", "zk"): 45, ("5", "kip642"): 30, ("7", "kraft"): 30, ("5", "kip435"): 25,
                     ("2,6", "kraft"): 20, ("7", "kip435"): 15, ("7", "kip642"): 3, ("5", "example"): 10,
-                    ("8", "zk"): 25, ("8", "kraft"): 10, ("8", "kip435"): 5, ("8", "replication"): 4, ("8", "kip642"): 3}
+                    ("8", "zk"): 25, ("8", "kraft"): 10, ("8", "kip435"): 5, ("8", "replication"): 4, ("8", "kip642"): 3,
+                    ("7", "replication"): 30}
 
 
 def jobs(names: list[str]) -> list[tuple[str, str | None]]:
