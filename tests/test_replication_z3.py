@@ -133,3 +133,9 @@ def test_bmc_finds_bfs_shortest_trace_and_it_replays(tmp_path):
     assert (v.depth, v.outcome.property) == (11, "LeaderCandidateCompletenessProperty")
     write_counterexamples(model, result, tmp_path, None)
     assert replay(read_trace(v.trace_path)).ok
+
+
+def test_prove_below_the_configs_broker_count_is_refused(cli):
+    """The relation is sized by the config: `--brokers` below its broker count would prove nothing."""
+    code, out, err = cli("prove", "replication", "--brokers", "2")
+    assert code == 2 and err.strip().count("\n") == 0 and "broker_count (3)" in err, (out, err)

@@ -34,6 +34,7 @@ import itertools
 import z3
 
 from harness.bitset import bit
+from harness.errors import BadInput
 from specs.replication.state import (AP_REQ, AP_RESP, FENCED_LEADER_EPOCH, FETCH_REQ, FETCH_RESP, FOLLOWER,
                                      INELIGIBLE_REPLICA, LEADER, NO_ERROR, NO_ROLE, NOT_LEADER_OR_FOLLOWER,
                                      OFFLINE_CLEAN, OFFLINE_DIRTY, REG_REQ, REG_RESP, RUNNING, STARTING,
@@ -342,8 +343,11 @@ class Relation:
                       "to be inductive")
 
     def broker_counts(self, cfg, max_brokers: int) -> list:
-        """`prove`'s broker counts: the config's (the slots are sized by it), if within the maximum."""
-        return [cfg.broker_count] if cfg.broker_count <= max_brokers else []
+        """`prove`'s broker counts: the config's (the slots are sized by it), which --brokers must allow."""
+        if cfg.broker_count > max_brokers:
+            raise BadInput(f"the replication relation is sized by the config: --brokers must be at least its "
+                           f"broker_count ({cfg.broker_count})")
+        return [cfg.broker_count]
 
     # ------------------------------------------------------------------------------ relations
 
