@@ -103,8 +103,9 @@ def test_the_lemmas_hold_where_the_model_goes(preset):
 
 @pytest.mark.gate  # the gate's Z3 step proves the same (replication's CI_PLAN)
 def test_prove_closes_the_metadata_properties_at_p1():
-    """MetadataLogMatching (a broker's metadata log is a prefix of the controller's) and MinIsrRecoveryQuorum
-    are inductive over the whole relation at p1 (with p1's own message and metadata bounds), without lemmas."""
+    """MetadataLogMatching (a broker's metadata log is a prefix of the controller's), MinIsrRecoveryQuorum and
+    LemmaFetchBetweenTwoBrokers are inductive over the whole relation at p1 (with p1's own message and
+    metadata bounds), without other lemmas."""
     preset, properties = SPEC.symbolic.CI_PLAN["prove"]
     cfg = config(preset, settings=SPEC.symbolic.CI_PLAN["settings"])
     result = z3prove.prove(SPEC.bind(cfg), properties)

@@ -49,7 +49,7 @@ CODE = ("pe", "le", "L", "R", "I", "A", "M", "E", "K")  # a record's code: these
 # 11 steps at p1 times out: docs/models/replication.md): the properties whose proof closes, and where. p1's
 # states hold at most two messages of a type and two metadata records, so p1 with those bounds is the same
 # model (it stops with an error past them) over a relation a third the size.
-CI_PLAN = {"prove": ("p1", ["MetadataLogMatchingProperty", "MinIsrRecoveryQuorum"]),
+CI_PLAN = {"prove": ("p1", ["MetadataLogMatchingProperty", "MinIsrRecoveryQuorum", "LemmaFetchBetweenTwoBrokers"]),
            "settings": ["message_bound=2", "metadata_log_bound=3"], "bmc": None}
 COUNTERS = ("cs", "us", "fb", "ls", "ra")  # aux_ctrs: clean, unclean shutdowns, fences, shrinks, reassignments
 KINDS = (REG_REQ, REG_RESP, AP_REQ, AP_RESP, FETCH_REQ, FETCH_RESP)
