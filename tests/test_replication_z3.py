@@ -116,7 +116,7 @@ def test_prove_closes_the_metadata_properties_at_p1():
 def test_prove_explains_each_cti_by_the_reachable_states():
     """LogMatching alone is not inductive (a leader's write beside a follower whose log disagrees below
     both HWMs): each CTI's pre-state is judged against every state BFS reaches at p1, and none is."""
-    result = z3prove.prove(SPEC.bind(config("p1")), ["LogMatchingProperty"])
+    result = z3prove.prove(SPEC.bind(config("p1", settings=SPEC.symbolic.CI_PLAN["settings"])), ["LogMatchingProperty"])
     assert not result["proved"] and result["ctis"]
     assert "WriteRecordToLeader" in {c["rule"] for c in result["ctis"]}
     for cti in result["ctis"]:

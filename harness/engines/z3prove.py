@@ -27,9 +27,10 @@ from harness.model import Model
 
 
 def _value(m: z3.ModelRef, x, n: int):
-    """A model's value of x, broker sets (bit-vectors) as member lists."""
+    """A model's value of x, broker sets (bit-vectors of N+1 bits) as member lists; other bit-vectors
+    (replication's epochs and offsets) as numbers."""
     v = value_of(m, x)
-    return members(v) if z3.is_bv(x) else v
+    return members(v) if z3.is_bv(x) and x.size() == n + 1 else v
 
 
 def _show(sym, m, s: dict) -> dict:

@@ -318,7 +318,7 @@ class Relation:
         return cfg.broker_count
 
     def reachability(self, model, pre: dict, limit: int = 100_000) -> tuple:
-        """`prove`'s verdict on a CTI's pre-state (fields as `prove` shows them: bit-vectors as member
+        """`prove`'s verdict on a CTI's pre-state (fields as `prove` shows them: broker sets as member
         lists): (BFS depth, text) if the model reaches it, else (None, text), by exhausting the config
         (BMC from Init over this relation takes hours); None and why when the config is too large."""
         if model.config not in self._reached:
