@@ -46,7 +46,7 @@ RECORD = ("R", "I", "L", "le", "pe", "A", "M", "E", "K")  # a PartitionChange: t
 SETS = {"R", "I", "A", "M", "E", "K"}
 CODE = ("pe", "le", "L", "R", "I", "A", "M", "E", "K")  # a record's code: these fields, most significant first
 # What the gate and the nightly run of this relation (each within minutes; BMC of the whole relation to BFS's
-# 11 steps at p1 times out: docs/models/replication.md): the properties whose proof closes, and where. p1's
+# 11 steps at p1 times out: docs/models/replication.md, "BMC"): the properties whose proof closes, and where. p1's
 # states hold at most two messages of a type and two metadata records, so p1 with those bounds is the same
 # model (it stops with an error past them) over a relation a third the size.
 CI_PLAN = {"prove": ("p1", ["MetadataLogMatchingProperty", "MinIsrRecoveryQuorum", "LemmaFetchBetweenTwoBrokers"]),
