@@ -544,6 +544,7 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_dir, max
 @cli.command("prove")
 @click.argument("spec_name", metavar="SPEC")
 @click.option("--config", "preset", default=None)
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="override a config constant")
 @click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE")
 @click.option("--mutation", default=None)
 @click.option("--property", "properties", multiple=True, help="prove these (default: every property with a Z3 form)")
@@ -553,14 +554,14 @@ def graph_cmd(spec_name, preset, settings, variants, mutation, fmt, out_dir, max
 @click.option("--out", "out_dir", default="traces", show_default=True, type=Folder(file_okay=False),
               help="where CTIs are written (two-state ITF traces over the symbolic state)")
 @click.option("--json", "as_json", is_flag=True)
-def prove_cmd(spec_name, preset, variants, mutation, properties, brokers, depth, out_dir, as_json) -> None:
+def prove_cmd(spec_name, preset, settings, variants, mutation, properties, brokers, depth, out_dir, as_json) -> None:
     """Prove SPEC's properties inductive with Z3 for up to N brokers; print CTIs with their reachability."""
     from harness.engines import z3prove
     from harness.present import cti_values
     from harness.registry import load_spec
 
     spec = load_spec(spec_name)
-    model = spec.bind(spec.config(preset, (), variants, mutation))
+    model = spec.bind(spec.config(preset, settings, variants, mutation))
     check_writable_dir(out_dir, "--out")
     result = z3prove.prove(model, list(properties) or None, brokers, depth)
     for cti in result["ctis"]:

@@ -212,3 +212,12 @@ spec.eventually(
     doc="A reassignment eventually completes.")
 
 
+
+
+# ------------------------------------------------------------------ Z3 forms (harness prove)
+# The safety properties, and the lemmas that strengthen them, over specs/replication/symbolic.py.
+
+from specs.replication import symbolic as _sym  # noqa: E402
+
+spec.symbolic = _sym
+spec.z3_invariants.update({**_sym.PROPERTIES, **_sym.LEMMAS})

@@ -322,4 +322,4 @@ def test_list_names_the_properties_with_a_z3_form(cli):
 
     code, out, _ = cli("list", "--json")
     data = json.loads(out)
-    assert code == 0 and data["kraft"]["z3"] == list(SPEC.z3_invariants) and data["replication"]["z3"] == []
+    assert code == 0 and data["kraft"]["z3"] == list(SPEC.z3_invariants) and data["example"]["z3"] == []

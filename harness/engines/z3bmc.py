@@ -42,7 +42,8 @@ def symbolic_form(model: Model):
     why = getattr(sym, "unsupported", lambda cfg: None)(model.config)
     if why:
         raise BadInput(f"no symbolic form for this config: {why}")
-    return sym
+    # a relation whose state's size follows the config's bounds (replication: log and message slots)
+    return sym.for_config(model.config) if hasattr(sym, "for_config") else sym
 
 
 def solve(solver: z3.Solver):

@@ -29,9 +29,10 @@ from harness.symbolic import state_fields
 
 
 def _value(m: z3.ModelRef, x, n: int):
-    """A model's value of x, broker sets (bit-vectors) as member lists."""
+    """A model's value of x, broker sets (bit-vectors of N+1 bits) as member lists; other bit-vectors
+    (replication's epochs and offsets) as numbers."""
     v = value_of(m, x)
-    return members(v) if z3.is_bv(x) else v
+    return members(v) if z3.is_bv(x) and x.size() == n + 1 else v
 
 
 def _show(sym, m, s: dict) -> dict:
@@ -75,7 +76,9 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
     mutation = cfg.mutation
     started = time.monotonic()
     checks, ctis = [], []
-    for n in range(1, max_brokers + 1):
+    # a relation sized by its config proves at the config's broker count only (replication)
+    counts = sym.broker_counts(cfg, max_brokers) if hasattr(sym, "broker_counts") else range(1, max_brokers + 1)
+    for n in counts:
         s, t = sym.make_state("s_", n), sym.make_state("t_", n)
         inv = z3.And(sym.type_ok(s), *[spec.z3_invariants[p](s) for p in names])
         for p in names:
@@ -104,14 +107,18 @@ def prove(model: Model, properties: list[str] | None = None, max_brokers: int = 
                        "params": {str(x): _value(m, x, n) for x in params}, "reachable_depth": None,
                        "reachability": f"unreachable within {counted(reach_depth, 'step')}: the property is too weak to be inductive"}
                 # Prefer a CTI whose pre-state is reachable: a real violation, shown as the run reaching it.
-                found = _reachable_cti(sym, cfg, n, rule, spec.z3_invariants[p], reach_depth)
+                # A relation too large for BMC from Init (replication) judges its CTI's pre-state itself.
+                judge = getattr(sym, "reachability", None)
+                if judge is not None:
+                    cti["reachable_depth"], cti["reachability"] = judge(model, cti["pre"])
+                found = None if judge else _reachable_cti(sym, cfg, n, rule, spec.z3_invariants[p], reach_depth)
                 if found is not None:
                     k, cti["pre"], cti["post"], cti["params"] = found
                     cti["reachable_depth"] = k
                     cti["reachability"] = f"reachable in {counted(k, 'step')}: real violation"
                 if seen is None:
                     ctis.append(cti)
-                elif seen["reachable_depth"] is None and found is not None:
+                elif seen["reachable_depth"] is None and (found is not None or cti["reachable_depth"] is not None):
                     ctis[ctis.index(seen)] = cti
     for cti in ctis:  # as the model's state reads: the spec's field names (harness.symbolic.STATE_FIELDS)
         cti["fields"] = {"pre": state_fields(sym, cti["pre"], spec.schema), "post": state_fields(sym, cti["post"], spec.schema)}
