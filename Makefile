@@ -68,7 +68,7 @@ $(CHROMIUM):
 	  { $(if $(filter 0,$(shell id -u)),,sudo) apt-get update && $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium; }
 
 test: $(ARCHIVE) $(CHROMIUM) kafka
-	CHROMIUM=$(CHROMIUM) $(PY) -m pytest -m "not cluster"
+	CHROMIUM=$(CHROMIUM) $(PY) -m pytest -m "not cluster and not nightly"
 
 ci: $(ARCHIVE) $(CHROMIUM) kafka  ## the CI gate (ci/gate.py): pytest, ci exhaustion, mutation adequacy, corpus replay, Hypothesis, baseline
 	CHROMIUM=$(CHROMIUM) $(PY) ci/gate.py

@@ -173,13 +173,17 @@ def run_fuzzer(name: str, path: str, folder: Path, profile: str = "long", select
 
 def run_cluster_tests(folder: Path) -> dict:
     """The tests marked `cluster` (a real standalone Spark cluster with a worker killed mid-run, spark-submit's
-    exit codes): a minute or more of JVMs, so they run here rather than in `make test`."""
+    exit codes): a minute or more of JVMs, so they run here rather than in `make test`; then those marked
+    `nightly` (long checks `make test` leaves out)."""
     t = time.monotonic()
     junit = folder / "cluster-junit.xml"
     p = subprocess.run([sys.executable, "-m", "pytest", "-m", "cluster", "-n", "0", "-q", "-p", "no:cacheprovider",
                         f"--junitxml={junit}", "tests/test_spark_cluster.py"], cwd=ROOT, capture_output=True, text=True)
-    out = {"passed": p.returncode == 0, "seconds": round(time.monotonic() - t, 1),
-           "tail": p.stdout.strip().splitlines()[-1:]}
+    # and the long checks `make test` leaves to the night (marked `nightly`), on both cores
+    q = subprocess.run([sys.executable, "-m", "pytest", "-m", "nightly", "-q", "-p", "no:cacheprovider",
+                        f"--junitxml={folder / 'nightly-junit.xml'}", "tests/"], cwd=ROOT, capture_output=True, text=True)
+    out = {"passed": p.returncode == 0 and q.returncode == 0, "seconds": round(time.monotonic() - t, 1),
+           "tail": p.stdout.strip().splitlines()[-1:] + q.stdout.strip().splitlines()[-1:]}
     log(f"  Spark cluster tests: {'ok' if out['passed'] else 'FAILED'}, {out['tail']}, {out['seconds']} s")
     return out
 
@@ -207,7 +211,7 @@ def run_kraft_scenarios(folder: Path) -> dict:
         log(f"  {name}: {verdict} ({out[name]['seconds']} s) {detail}")
 
 
-def run_conformance(folder: Path) -> dict:
+def run_conformance(folder: Path, versions: list[str] | None = None) -> dict:
     """`conform kraft` at `ci` (`tiny-fence` in the quick run, against the newest version only), ELR on and off,
     against every Kafka version kafka/versions.txt lists, one process per run (a JVM holds one version): transitions compared, divergences by
     class, wall time."""
@@ -217,7 +221,7 @@ def run_conformance(folder: Path) -> dict:
     preset = "tiny-fence" if QUICK else "ci"
     # The quick run (a test's, or a developer's) checks the version `make` resolves; the night every listed one
     # (`make nightly` resolves them all), and an unresolved one there fails the night.
-    versions = [default_version()] if QUICK else listed_versions()
+    versions = versions or ([default_version()] if QUICK else listed_versions())
     for version, elr in [(v, elr) for v in versions for elr in ("true", "false")]:
         t = time.monotonic()
         p = subprocess.run([sys.executable, "-m", "harness", "conform", "kraft", "--config", preset, "--kafka", version,

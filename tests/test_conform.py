@@ -193,8 +193,7 @@ def test_the_nightly_runs_every_listed_version_and_reports_its_figures(tmp_path,
 
     version = default_version()
     monkeypatch.setattr(nightly, "QUICK", True)
-    monkeypatch.setattr("harness.kafka.listed_versions", lambda: [version, "9.9.9"])
-    out = nightly.run_conformance(tmp_path)
+    out = nightly.run_conformance(tmp_path, [version, "9.9.9"])
     newest = out[f"{version} elr=true"]
     assert newest["preset"] == "tiny-fence" and newest["exit"] in (0, 1) and newest["stats"]["transitions_compared"] > 9000
     assert newest["variant"]["completion"] == bound("tiny").config.completion  # which variant matched the version
