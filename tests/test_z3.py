@@ -206,7 +206,7 @@ def test_prove_proves_the_correct_model_and_labels_a_mutation_cti_reachable(cli)
     assert cti["reachability"].startswith("reachable")
     weak = z3prove.prove(SPEC.bind(SPEC.config("ci")), properties=["IsrSubsetOfReplicas", "LeaderInIsr"], max_brokers=3)
     assert not weak["proved"] and all(c["reachable_depth"] is None for c in weak["ctis"])
-    code, _, err = cli("prove", "replication")
+    code, _, err = cli("prove", "example")  # a spec without a symbolic form
     assert code == 2 and "no symbolic" in err
 
 
@@ -285,7 +285,7 @@ def test_bmc_agrees_with_bfs_where_nothing_is_wrong(cli, tmp_path):
     assert not bfs.explore(model).violations
     r = z3bmc.check(model, depth=10)
     assert not r.violations and r.stats["depth"] == 10
-    code, _, err = cli("check", "replication", "--engine", "z3", "--out", tmp_path)
+    code, _, err = cli("check", "example", "--engine", "z3", "--out", tmp_path)  # a spec without a symbolic form
     assert code == 2 and "no symbolic" in err and "Traceback" not in err
 
 
