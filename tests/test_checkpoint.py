@@ -644,6 +644,7 @@ def test_a_damaged_or_foreign_s3_checkpoint_is_refused_and_nothing_is_cleared(re
     assert keys(s3, "users") == ["data.csv"]
 
 
+@pytest.mark.nightly  # 20 s of Spark on moto's S3; test_spark_local_with_its_checkpoint_on_s3_matches_bfs stays
 def test_tasks_exchanging_through_s3_give_the_search_of_one_process(s3):
     """Three tasks (threads here) wait for each other's objects on S3: the same states per depth and successors
     as BFS, and each level's exchange removed once read."""
