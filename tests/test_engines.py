@@ -275,6 +275,7 @@ def test_spark_on_kip642_matches_bfs(tmp_path):
     assert r.stats["states_per_depth"] == expected.stats["states_per_depth"]
 
 
+@pytest.mark.nightly  # builds the archive anew (15 s); `make` builds and uses it every time
 def test_the_class_archive_is_built_whole_and_the_driver_jvm_maps_it(tmp_path, monkeypatch):
     """`make` builds the archive once per environment: whole, by a rename, replacing one of an earlier
     pyspark or java; a fresh driver JVM then maps it (its memory maps name the file), which is what halves

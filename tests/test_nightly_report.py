@@ -38,6 +38,7 @@ def reports(tmp_path_factory):
     return first, second, broken
 
 
+@pytest.mark.nightly  # two quick nights (20 s) for this fixture
 def test_two_nights_a_day_apart_use_different_recorded_seeds(reports):
     (code1, s1, f1), (code2, s2, f2), _ = reports
     assert code1 == code2 == 0 and s1["outcome"] == s2["outcome"] == "ok"
@@ -47,6 +48,7 @@ def test_two_nights_a_day_apart_use_different_recorded_seeds(reports):
     assert "Hypothesis seed</th><td>20261121" in (f2 / "report.html").read_text()
 
 
+@pytest.mark.nightly
 def test_a_liveness_failure_the_spec_does_not_declare_fails_the_night(reports):
     code, summary, folder = reports[2]
     assert code == 1 and summary["outcome"] == "failed"

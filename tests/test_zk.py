@@ -463,6 +463,7 @@ def test_a_replacement_by_the_original_replicas_completes_despite_a_crash_betwee
     assert result.stats["states"] > 10_000
 
 
+@pytest.mark.nightly  # 10-20 s; the gate's step 8 checks the same verdicts at this preset
 def test_at_the_liveness_preset_every_rule_but_produce_fires_and_the_verdicts_are_the_declared_ones():
     """The preset the gate and the nightly job check liveness at (Kafka's controller: replacement,
     cancellation, preferred election, fail-over, broker crash, ISR shrink): BFS makes every rule of the
