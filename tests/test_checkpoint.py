@@ -656,6 +656,7 @@ def test_tasks_exchanging_through_s3_give_the_search_of_one_process(s3):
     assert keys(s3, "tasks")[:1] == ["checkpoint.json"] and not [k for k in keys(s3, "tasks") if "exchange/" in k]
 
 
+@pytest.mark.nightly  # 12-20 s of Spark; the S3 refusals stay in make test
 def test_spark_local_with_its_checkpoint_on_s3_matches_bfs(s3, cli):
     """A real Spark job (local[2], every level in the barrier tasks) whose checkpoint and exchange are on S3."""
     from harness.engines import spark

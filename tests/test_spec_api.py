@@ -87,8 +87,8 @@ def test_an_incomplete_reads_hint_is_caught_by_check_reads():
         bfs.explore(model, check_reads=True)
 
 
-@pytest.mark.parametrize("name", spec_names())
-def test_every_models_reads_hints_hold_at_tiny(name):
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.nightly) if n == "zk" else n for n in spec_names()])
+def test_every_models_reads_hints_hold_at_tiny(name):  # zk (15 s): the nightly's
     spec = load_spec(name)
     model = spec.bind(spec.config("tiny"))
     r = bfs.explore(model, check_reads=True, keep_going=True)
