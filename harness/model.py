@@ -15,8 +15,9 @@ spec module; they see init states, labelled successors, named invariants, finger
 ITF conversion.
 
 Configs (their fields, bounds, parsing and digest) are harness.config's; the names specs use are
-re-exported here. About 650 lines, kept whole: `Spec` and the `Model` it binds are one interface, the
-action table and the invariant groups a Model builds are read from the Spec's declarations.
+re-exported here. About 760 lines, kept whole: `Spec` and the `Model` it binds are one interface, the
+action table and the invariant groups a Model builds are read from the Spec's declarations, and the
+symmetry reduction a Model applies (harness/symmetry.py does the permuting) replaces the Model's own view.
 """
 
 from __future__ import annotations
