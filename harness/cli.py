@@ -361,6 +361,9 @@ def _print_result(model, result) -> None:
         bits = [f"depth {s['depth']} of {s['max_depth']}", f"{s['abstract_candidates']} abstract counterexamples "
                 f"({s['spurious']} spurious)", f"{s['concrete_states_explored']:,} model states to concretize",
                 f"solver {s['solver_seconds']:.2f} s"]
+        if s.get("relation"):  # a relation BMC sized to the run, widened where a run filled it
+            size = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s["relation"].items())
+            bits.append(f"relation: {size} ({counted(s['widenings'], 'widening')})")
     elif result.engine == "hypothesis":
         bits = [f"profile {s['profile']}", f"budget {s['max_examples']:,} runs x {s['max_steps']} steps",
                 f"{s['walks']:,} walks ({s['distinct_walks']:,} distinct)", f"{s['steps']:,} steps",

@@ -80,7 +80,9 @@ class Unrolling:
     def __init__(self, sym, cfg, n: int, init, timeout_ms: int = 60_000, bounded: bool = True) -> None:
         self.sym, self.cfg, self.n, self.bounded = sym, cfg, n, bounded
         self.rule_names = list(sym.RULES)
-        self.solver = z3.Solver()
+        # a relation over bit-vectors only names its logic: Z3's incremental QF_BV solver bit-blasts to SAT
+        # (replication at p1: about 4x faster than the general solver over the same unrolling)
+        self.solver = z3.SolverFor(sym.LOGIC) if getattr(sym, "LOGIC", None) else z3.Solver()
         self.solver.set("timeout", timeout_ms)
         self.states = [sym.make_state("u0_", n)]
         self.choices: list = []
@@ -89,7 +91,7 @@ class Unrolling:
     def extend(self) -> None:
         k = len(self.states) - 1
         s, t = self.states[k], self.sym.make_state(f"u{k + 1}_", self.n)
-        which = z3.Int(f"rule_{k}")
+        which = z3.BitVec(f"rule_{k}", 8)
         steps = []
         for i, rule in enumerate(self.sym.RULES.values()):
             rel, params = rule(s, t, self.cfg)
@@ -166,12 +168,27 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
           timeout_ms: int = 60_000) -> CheckResult:
     sym = symbolic_form(model)
     spec, cfg = model.spec, model.config
+    # A relation may be sized to runs of `depth` steps (replication: message and metadata slots, number
+    # width) and say where a run fills it (`saturated`); it is then widened and the level asked again.
+    sym = getattr(spec.symbolic, "for_bmc", lambda cfg, depth: sym)(cfg, depth)
+    saturated = getattr(sym, "saturated", None)
+    widenings = 0
     why = getattr(sym, "bmc_unsupported", lambda cfg: None)(cfg)
     if why:
         raise BadInput(f"no bounded model checking for this config: {why}")
     started = time.monotonic()
     properties = [p for p in spec.z3_invariants if p in spec.invariants]
-    unroll = Unrolling(sym, cfg, sym.brokers(cfg), initial_constraint(model, sym), timeout_ms)
+
+    def unrolled(sym, levels: int) -> Unrolling:
+        unroll = Unrolling(sym, cfg, sym.brokers(cfg), initial_constraint(model, sym), timeout_ms)
+        for i in range(levels):  # levels done: no violation there, so a shortest run passes them clean
+            unroll.ensure(i)
+            unroll.solver.add(*[spec.z3_invariants[p](unroll.states[i]) for p in properties])
+            if saturated:
+                unroll.solver.add(z3.Not(saturated(unroll.states[i])))
+        return unroll
+
+    unroll = unrolled(sym, 0)
     solver = unroll.solver
     best: Violation | None = None
     best_abstract: list[str] = []
@@ -191,7 +208,7 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
                 exhaustive = False
                 break
             solver.push()
-            solver.add(bad_k)
+            solver.add(z3.Or(bad_k, saturated(s_k)) if saturated else bad_k)
             t0 = time.monotonic()
             verdict = solve(solver)
             solver_seconds += time.monotonic() - t0
@@ -199,8 +216,20 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
                 solver.pop()
                 if verdict == z3.unknown:
                     exhaustive = False
+                elif saturated:
+                    solver.add(*[spec.z3_invariants[p](s_k) for p in properties], z3.Not(saturated(s_k)))
                 break
-            abstract, rules = unroll.path(solver.model(), k)
+            m = solver.model()
+            if saturated and z3.is_true(m.evaluate(saturated(s_k), model_completion=True)):
+                solver.pop()
+                sym = sym.widened({f: value_of(m, s_k[f]) for f in sym.MATCHED})
+                widenings += 1
+                unroll = unrolled(sym, k)
+                unroll.ensure(k)
+                solver, s_k = unroll.solver, unroll.states[k]
+                bad_k = z3.Or(*[z3.Not(spec.z3_invariants[p](s_k)) for p in properties])
+                continue
+            abstract, rules = unroll.path(m, k)
             solver.pop()
             candidates += 1
             # Only runs shorter than the best one matter; blocking a prefix that could not be followed
@@ -217,6 +246,8 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
                 continue
             if best is None or v.depth < best.depth:
                 best, best_abstract = v, rules
+            if best.depth <= k:
+                break  # a model run as short as the abstract one: no level can give a shorter one
             solver.add(z3.Not(z3.And(*[equals(unroll.states[i], abstract[i]) for i in range(k + 1)])))
     # Complete: the bounded check asked for (every abstract run up to `depth`) was done; candidate budget,
     # solver timeouts or the concretization limit leave it incomplete (exit 3).
@@ -228,6 +259,7 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
         result.stopped_by = "violation"
     result.stats = {"depth": depth_reached, "max_depth": depth, "properties": properties,
                     "abstract_candidates": candidates, "spurious": spurious, "exhaustive": exhaustive,
+                    "widenings": widenings, "relation": getattr(sym, "size", None),
                     "abstract_length": len(best_abstract) if best else None,
                     "concrete_states_explored": concrete_states, "solver_seconds": round(solver_seconds, 2),
                     "seconds": round(time.monotonic() - started, 2)}

@@ -40,8 +40,8 @@ from specs.replication.state import (AP_REQ, AP_RESP, FENCED_LEADER_EPOCH, FETCH
                                      OFFLINE_CLEAN, OFFLINE_DIRTY, REG_REQ, REG_RESP, RUNNING, STARTING,
                                      UNKNOWN_LEADER_EPOCH)
 
-W = 12  # the bits of an epoch, an offset, a broker id or a message field (type_ok keeps them below LIMIT)
-LIMIT = 1000
+W = 12  # the bits of an epoch, an offset, a broker id or a message field (type_ok keeps them below the LIMIT)
+COUNT_BITS = 8  # the bits of a broker count
 RECORD = ("R", "I", "L", "le", "pe", "A", "M", "E", "K")  # a PartitionChange: the sets, leader id and epochs
 SETS = {"R", "I", "A", "M", "E", "K"}
 CODE = ("pe", "le", "L", "R", "I", "A", "M", "E", "K")  # a record's code: these fields, most significant first
@@ -62,6 +62,26 @@ def unsupported(cfg) -> str | None:
 def for_config(cfg) -> "Relation":
     """The relation for this config's bounds (log, metadata log and message slots)."""
     return Relation(cfg)
+
+
+def for_bmc(cfg, depth: int) -> "Relation":
+    """BMC's relation for runs of up to `depth` steps: one message slot per type and one metadata record
+    more than the initial state holds (BMC widens them where a run fills them: `Relation.saturated`),
+    numbers as wide as `depth` steps need: a step raises the largest number by at most one (a new epoch
+    or incarnation is the model's counter plus one), so none passes the initial state's largest (the
+    counters included) plus `depth`. A short search runs over a relation a fraction of the config's size."""
+    from specs.replication.logic import init_state
+    st = init_state(cfg)
+    slots = min(cfg.message_bound, 1 + max(len(st.messages[kind]) for kind in KINDS))
+    log_slots = min(cfg.metadata_log_bound, 1 + len(st.con_metadata_log))
+    probe = Relation(cfg, slots, log_slots)
+    values = probe.project(cfg, st)
+    top = max([values[f] for f in probe._numbers(probe.make_state("w_", cfg.broker_count), names=True)[0]]
+              + [st.aux_broker_epoch, st.aux_ctrs.incarn_ctr, cfg.values + 1, cfg.broker_count]) + depth
+    width = cfg.broker_count + 2  # a broker set in a message field is a positive number
+    while (1 << (width - 1)) - 2 <= top:  # below the LIMIT
+        width += 1
+    return Relation(cfg, slots, log_slots, width)
 
 
 def _bit(x, b: int):
@@ -99,23 +119,14 @@ def _one(who, n: int):
     return z3.If(who == 0, z3.BitVecVal(0, n + 1), z3.BitVecVal(1, n + 1) << _set(who, n + 1))
 
 
-def _n(v: int):
-    return z3.BitVecVal(v, W)
-
-
-def _num(x):
-    """A broker set (n+1 bits) as a W-bit number (a message field)."""
-    return z3.ZeroExt(W - x.size(), x)
-
-
 def _set(x, width: int):
-    """A W-bit message field as a broker set of `width` bits."""
+    """A message field as a broker set of `width` bits."""
     return z3.Extract(width - 1, 0, x)
 
 
 def _count(x):
-    """|x| as a W-bit number."""
-    return z3.Sum([z3.ZeroExt(W - 1, z3.Extract(i, i, x)) for i in range(1, x.size())])
+    """|x| as a COUNT_BITS-bit number (compared with MinISR and other counts only)."""
+    return z3.Sum([z3.ZeroExt(COUNT_BITS - 1, z3.Extract(i, i, x)) for i in range(1, x.size())])
 
 
 def _zmax(a, b):
@@ -137,12 +148,17 @@ class Relation:
 
     PACKED = ()
 
-    def __init__(self, cfg) -> None:
+    def __init__(self, cfg, slots: int | None = None, log_slots: int | None = None, width: int = W) -> None:
+        """The relation with the config's bounds, or (BMC) with fewer message `slots` per type, fewer
+        metadata `log_slots` and narrower numbers (`width` bits): a step that needs more than such a
+        cut relation holds sets a flag (`saturated`), so BMC widens it instead of missing the run."""
         self.cfg = cfg
         self._reached: dict = {}  # config -> {projection: BFS depth} (reachability)
         self.V = cfg.values
-        self.Mb = cfg.metadata_log_bound
-        self.K = cfg.message_bound
+        self.Mb = log_slots or cfg.metadata_log_bound
+        self.K = slots or cfg.message_bound
+        self.W, self.LIMIT = width, (1 << (width - 1)) - 2  # +1 and -1 stay the integers'
+        self.flags = (["ovf_m"] if self.K < cfg.message_bound else []) + (["ovf_l"] if self.Mb < cfg.metadata_log_bound else [])
         rules = [("BrokerStart", self.broker_start), ("ReceiveBrokerRegResponse", self.receive_reg_response),
                  ("ReceiveMetadataUpdate", self.receive_metadata_update),
                  ("SendAlterPartitionRequest", self.send_ap_request),
@@ -159,6 +175,13 @@ class Relation:
         self.MATCHED = tuple(self._names(cfg.broker_count))
 
     # ------------------------------------------------------------------------------ the state
+
+    def _n(self, v: int):
+        return z3.BitVecVal(v, self.W)
+
+    def _num(self, x):
+        """A broker set (n+1 bits) as a number (a message field)."""
+        return z3.ZeroExt(self.W - x.size(), x)
 
     def msg_width(self, kind: int, n: int) -> int:
         return {REG_REQ: 3, REG_RESP: 4, AP_REQ: 6 + n, AP_RESP: 13 + n, FETCH_REQ: 6, FETCH_RESP: 13}[kind]
@@ -184,7 +207,7 @@ class Relation:
             for j in range(self.K):
                 out += [(f"m{kind}_{j}_p", "bool")] + [(f"m{kind}_{j}_{k}", "int") for k in range(self.msg_width(kind, n))]
         out += [("sent", "vals"), ("acked", "vals"), ("thwm", "int")] + [(c, "int") for c in COUNTERS]
-        return out
+        return out + [(f, "bool") for f in self.flags]
 
     def _names(self, n: int):
         return [name for name, _ in self._fields(n)]
@@ -193,10 +216,23 @@ class Relation:
         s = {}
         for name, sort in self._fields(n):
             s[name] = {"set": lambda x: z3.BitVec(x, n + 1), "vals": lambda x: z3.BitVec(x, self.V + 1),
-                       "int": lambda x: z3.BitVec(x, W), "bool": z3.Bool,
-                       "code": lambda x: z3.BitVec(x, 3 * W + 6 * (n + 1))}[sort](prefix + name)
+                       "int": lambda x: z3.BitVec(x, self.W), "bool": z3.Bool,
+                       "code": lambda x: z3.BitVec(x, 3 * self.W + 6 * (n + 1))}[sort](prefix + name)
         s["n"], s["cfg"], s["rel"] = n, self.cfg, self  # the properties read the config's bounds
         return s
+
+    def _numbers(self, s: dict, names: bool = False) -> tuple[list, list]:
+        """The W-bit fields that hold numbers, and those that hold a broker set (an AlterPartition
+        message's ISR and replicas, kept in a message field): their fields' names if `names`."""
+        numbers, sets = [], []
+        for name, sort in self._fields(s["n"]):
+            if sort != "int":
+                continue
+            k = name.rsplit("_", 1)[-1]  # m<kind>_<slot>_<k>, papq<b>_<k>: the message's k-th field
+            is_set = (name.startswith(f"m{AP_REQ}_") or name.startswith("papq")) and k == "1" or \
+                name.startswith(f"m{AP_RESP}_") and k in ("2", "3", "8")
+            (sets if is_set else numbers).append(name if names else s[name])
+        return numbers, sets
 
     def slots(self, s: dict, kind: int) -> list:
         n = s["n"]
@@ -209,9 +245,9 @@ class Relation:
         out = [s[name] & ~z3.BitVecVal(w, n + 1) == 0 for name, sort in self._fields(n) if sort == "set"]
         out += [s[v] & 1 == 0 for v in ("sent", "acked")]
         # numbers stay far from the bit-vectors' wrap-around: +1 and -1 are the integers'
-        ints = [s[name] for name, sort in self._fields(n) if sort == "int"]
-        ints += [x for kind in KINDS for _, xs in self.slots(s, kind) for x in xs]
-        out += [z3.And(x >= 0, x < LIMIT) for x in ints]
+        numbers, sets = self._numbers(s)
+        out += [z3.And(x >= 0, x < self.LIMIT) for x in numbers]
+        out += [z3.ULT(x, 1 << (n + 1)) for x in sets]
         out += [s["clen"] >= 1, s["clen"] <= self.Mb, s["thwm"] >= 1]
         for b in range(1, n + 1):
             out += [s[f"leo{b}"] >= 1, s[f"leo{b}"] <= self.V + 1, s[f"hwm{b}"] >= 1, s[f"bst{b}"] >= 0,
@@ -280,7 +316,7 @@ class Relation:
         c = st.aux_ctrs
         out.update(cs=c.clean_shutdown_ctr, us=c.unclean_shutdown_ctr, fb=c.fence_broker_ctr,
                    ls=c.leader_shrink_isr_ctr, ra=c.reassignment_ctr)
-        return out
+        return out | {f: False for f in self.flags}
 
     @staticmethod
     def _rec(md) -> tuple:
@@ -290,7 +326,7 @@ class Relation:
     def _code(self, md, n: int) -> int:
         out, values = 0, dict(zip(RECORD, self._rec(md)))
         for f in CODE:
-            out = out << (n + 1 if f in SETS else W) | values[f]
+            out = out << (n + 1 if f in SETS else self.W) | values[f]
         return out
 
     def _flat(self, kind: int, m) -> tuple:
@@ -349,6 +385,25 @@ class Relation:
                            f"broker_count ({cfg.broker_count})")
         return [cfg.broker_count]
 
+    # ------------------------------------------------------------------------------ BMC's cut relation
+
+    LOGIC = "QF_BV"  # bit-vectors and Booleans only: BMC's incremental solver bit-blasts to SAT
+
+    def saturated(self, s):
+        """A send or a metadata record found this relation's slots full on the way to state s: a model run
+        needing more room is flagged at its first step past them (so within the same number of steps)."""
+        return z3.Or(*[s[f] for f in self.flags])
+
+    @property
+    def size(self) -> dict:
+        return {"message_slots": self.K, "metadata_slots": self.Mb, "number_bits": self.W}
+
+    def widened(self, values: dict) -> "Relation":
+        """The relation with room where a saturated state (its field values) ran out of it."""
+        cfg = self.cfg
+        return Relation(cfg, min(self.K + values.get("ovf_m", False), cfg.message_bound),
+                        min(self.Mb + values.get("ovf_l", False), cfg.metadata_log_bound), self.W)
+
     # ------------------------------------------------------------------------------ relations
 
     def _relation(self, rule):
@@ -364,7 +419,7 @@ class Relation:
             n = s["n"]
             if not steps:
                 return z3.BoolVal(False), params
-            which = z3.BitVec(f"{name}_which", W)
+            which = z3.BitVec(f"{name}_which", max(self.W, len(steps).bit_length() + 1))
             sel = [which == i for i in range(len(steps))]
             cons = [z3.Or(*[z3.And(sel[i], *st.guard) for i, st in enumerate(steps)])]
             setters: dict = {}
@@ -372,13 +427,13 @@ class Relation:
                 for f, v in st.upd.items():
                     setters.setdefault(f, []).append((i, v))
             for f in self._names(n):
-                if self._is_msg(f):
+                if self._is_msg(f) or f == "ovf_m":
                     continue
                 value = s[f]
                 for i, v in reversed(setters.get(f, [])):
                     value = z3.If(sel[i], v, value)
                 cons.append(t[f] == value)
-            aux = []
+            aux, overflows = [], []
             for kind in KINDS:
                 after, before_s = self.slots(t, kind), self.slots(s, kind)
                 users = [i for i, st in enumerate(steps) if kind in st.msgs]
@@ -386,9 +441,9 @@ class Relation:
                     cons += self._same(after, before_s)
                     continue
                 width = self.msg_width(kind, n)
-                mid = [(z3.Bool(f"{name}_mid{kind}_{j}_p"), [z3.BitVec(f"{name}_mid{kind}_{j}_{k}", W) for k in range(width)])
+                mid = [(z3.Bool(f"{name}_mid{kind}_{j}_p"), [z3.BitVec(f"{name}_mid{kind}_{j}_{k}", self.W) for k in range(width)])
                        for j in range(self.K)]
-                new = [z3.BitVec(f"{name}_new{kind}_{k}", W) for k in range(width)]
+                new = [z3.BitVec(f"{name}_new{kind}_{k}", self.W) for k in range(width)]
                 sends = z3.Bool(f"{name}_sends{kind}")
                 aux += [x for p, xs in mid for x in (p, *xs)] + new + [sends]
                 filters = []
@@ -402,8 +457,14 @@ class Relation:
                         cons.append(z3.Implies(sel[i], z3.And(*link)))
                 cons.append(z3.Implies(z3.Not(z3.Or(*[sel[i] for i in users])), z3.And(*self._same(mid, before_s),
                                                                                        z3.Not(sends))))
-                cons.append(z3.Implies(z3.Not(z3.Or(*filters)), z3.If(sends, z3.And(*self._inserted(mid, new, after)),
-                                                                      z3.And(*self._same(after, mid)))))
+                inserted = z3.And(*self._inserted(mid, new, after))
+                if "ovf_m" in self.flags:  # a send into full slots: the cut relation cannot follow it
+                    full = z3.And(z3.Not(z3.Or(*filters)), sends, *[z3.And(p, z3.Not(_eq(xs, new))) for p, xs in mid])
+                    overflows.append(full)
+                    inserted = z3.Or(full, inserted)
+                cons.append(z3.Implies(z3.Not(z3.Or(*filters)), z3.If(sends, inserted, z3.And(*self._same(after, mid)))))
+            if "ovf_m" in self.flags:
+                cons.append(t["ovf_m"] == z3.Or(s["ovf_m"], *overflows))
             return z3.And(*cons), [*params, which, *aux]
         relation.__doc__ = rule.__doc__
         return relation
@@ -418,7 +479,7 @@ class Relation:
         """The slots of kind's set without slot j (the later ones move up)."""
         sl = self.slots(s, kind)
         width = len(sl[0][1])
-        return sl[:j] + sl[j + 1:] + [(z3.BoolVal(False), [z3.BitVecVal(0, W)] * width)]
+        return sl[:j] + sl[j + 1:] + [(z3.BoolVal(False), [z3.BitVecVal(0, self.W)] * width)]
 
     @staticmethod
     def _same(after: list, before: list) -> list:
@@ -457,7 +518,7 @@ class Relation:
         return [(s[f"lep{b}_{i}"], s[f"lval{b}_{i}"]) for i in range(1, self.V + 1)]
 
     def _last_epoch(self, log, leo):
-        return _select(leo - 1, [e for e, _ in log], z3.BitVecVal(0, W))
+        return _select(leo - 1, [e for e, _ in log], z3.BitVecVal(0, self.W))
 
     def _commit_offset(self, s, b: int, maximal, leo, peer_leo):
         """GetCommitOffset: peer_leo(c) is the leader's record of follower c's LEO."""
@@ -509,31 +570,31 @@ class Relation:
             e = log[o - 1][0]
             earlier = [z3.And(o2 < leo, req < log[o2 - 1][0], log[o2 - 1][0] < e) for o2 in range(1, o)]
             higher = z3.If(z3.And(o < leo, e > req, z3.Not(z3.Or(*earlier))), o, higher)
-        floor = z3.BitVecVal(-1, W)
+        floor = z3.BitVecVal(-1, self.W)
         for o in range(1, self.V + 1):
             e = log[o - 1][0]
             floor = z3.If(z3.And(o < leo, e <= req, e > floor), e, floor)
         return z3.If(direct, req, z3.If(floor >= 0, floor, req)), z3.If(direct, leo, higher)
 
     def _without_partition(self, s, b: int, c: int) -> dict:
-        return {f"f{b}_{c}_a": z3.BoolVal(False), f"f{b}_{c}_o": z3.BitVecVal(0, W), f"f{b}_{c}_e": z3.BitVecVal(0, W),
+        return {f"f{b}_{c}_a": z3.BoolVal(False), f"f{b}_{c}_o": z3.BitVecVal(0, self.W), f"f{b}_{c}_e": z3.BitVecVal(0, self.W),
                 f"f{b}_{c}_d": z3.BoolVal(False)}
 
     def _blank_peers(self, s, b: int) -> dict:
         upd = {}
         for c in range(1, s["n"] + 1):
-            upd[f"pleo{b}_{c}"], upd[f"pbep{b}_{c}"] = z3.BitVecVal(0, W), z3.BitVecVal(0, W)
+            upd[f"pleo{b}_{c}"], upd[f"pbep{b}_{c}"] = z3.BitVecVal(0, self.W), z3.BitVecVal(0, self.W)
         return upd
 
     def _no_pending_ap(self, s, b: int) -> dict:
-        upd = {f"pape{b}": z3.BitVecVal(0, W), f"papq{b}": z3.BoolVal(False)}
-        upd.update({f"papq{b}_{k}": z3.BitVecVal(0, W) for k in range(self.msg_width(AP_REQ, s["n"]))})
+        upd = {f"pape{b}": z3.BitVecVal(0, self.W), f"papq{b}": z3.BoolVal(False)}
+        upd.update({f"papq{b}_{k}": z3.BitVecVal(0, self.W) for k in range(self.msg_width(AP_REQ, s["n"]))})
         return upd
 
     def _empty_data(self, s, b: int) -> dict:
-        upd = {f"leo{b}": z3.BitVecVal(1, W), f"hwm{b}": z3.BitVecVal(1, W)}
+        upd = {f"leo{b}": z3.BitVecVal(1, self.W), f"hwm{b}": z3.BitVecVal(1, self.W)}
         for i in range(1, self.V + 1):
-            upd[f"lep{b}_{i}"], upd[f"lval{b}_{i}"] = z3.BitVecVal(0, W), z3.BitVecVal(0, W)
+            upd[f"lep{b}_{i}"], upd[f"lval{b}_{i}"] = z3.BitVecVal(0, self.W), z3.BitVecVal(0, self.W)
         return upd
 
     def _may_disrupt(self, s):
@@ -554,7 +615,11 @@ class Relation:
         for i in range(1, self.Mb + 1):
             for f in RECORD:
                 upd[f"cl{i}_{f}"] = z3.If(s["clen"] + 1 == i, md[f], s[f"cl{i}_{f}"])
-        return [s["clen"] < self.Mb], upd
+        if "ovf_l" not in self.flags:
+            return [s["clen"] < self.Mb], upd
+        full = s["clen"] >= self.Mb  # past a cut relation's slots: flagged, not followed
+        upd["clen"], upd["ovf_l"] = z3.If(full, s["clen"], s["clen"] + 1), z3.Or(s["ovf_l"], full)
+        return [], upd
 
     def _change(self, s, changed, md) -> tuple[list, dict]:
         """(guard, updates): md applied if `changed`, else nothing (both cases as one update)."""
@@ -641,17 +706,17 @@ class Relation:
 
     def broker_start(self, s, cfg):
         n = s["n"]
-        inc = z3.BitVec("start_incarnation", W)
+        inc = z3.BitVec("start_incarnation", self.W)
         if not (cfg.clean_shutdown_limit + cfg.unclean_shutdown_limit):
             return [], [inc]
         steps = []
         for b in range(1, n + 1):
-            kept = s[f"bep{b}"] if cfg.kip966 else z3.BitVecVal(0, W)
+            kept = s[f"bep{b}"] if cfg.kip966 else z3.BitVecVal(0, self.W)
             guard = [z3.Or(s[f"bst{b}"] == OFFLINE_CLEAN, s[f"bst{b}"] == OFFLINE_DIRTY), inc > 0,
                      *self._fresh_above(s, inc, "binc"), *self._fresh_above(s, inc, "creg_inc")]
-            upd = {f"bst{b}": z3.BitVecVal(STARTING, W), f"bep{b}": kept, f"binc{b}": inc, f"breg{b}": z3.BoolVal(False),
-                   f"role{b}": z3.BitVecVal(NO_ROLE, W)}
-            steps.append(Step(guard, upd, {REG_REQ: self._send(self.slots(s, REG_REQ), [z3.BitVecVal(b, W), inc, kept])}))
+            upd = {f"bst{b}": z3.BitVecVal(STARTING, self.W), f"bep{b}": kept, f"binc{b}": inc, f"breg{b}": z3.BoolVal(False),
+                   f"role{b}": z3.BitVecVal(NO_ROLE, self.W)}
+            steps.append(Step(guard, upd, {REG_REQ: self._send(self.slots(s, REG_REQ), [z3.BitVecVal(b, self.W), inc, kept])}))
         return steps, [inc]
 
     def receive_reg_response(self, s, cfg):
@@ -665,12 +730,12 @@ class Relation:
                 if not cfg.mutated.reg_response_ignores_incarnation:
                     guard.append(s[f"binc{b}"] == inc)
                 length = z3.If(mo > 1, z3.If(mo - 1 < s["clen"], mo - 1, s["clen"]), 0)
-                upd = {f"bst{b}": z3.BitVecVal(RUNNING, W), f"bep{b}": bep, f"breg{b}": z3.BoolVal(True),
+                upd = {f"bst{b}": z3.BitVecVal(RUNNING, self.W), f"bep{b}": bep, f"breg{b}": z3.BoolVal(True),
                        f"blen{b}": length}
                 upd.update({f"bl{b}_{i}": z3.If(i <= length, self.code(self.record(s, i), n), 0)
                             for i in range(1, self.Mb + 1)})
                 upd.update({f"r{x}{b}": z3.BitVecVal(0, n + 1) for x in "RIX"})
-                upd.update({f"rL{b}": z3.BitVecVal(0, W), f"rle{b}": z3.BitVecVal(0, W), f"rpe{b}": z3.BitVecVal(0, W)})
+                upd.update({f"rL{b}": z3.BitVecVal(0, self.W), f"rle{b}": z3.BitVecVal(0, self.W), f"rpe{b}": z3.BitVecVal(0, self.W)})
                 steps.append(Step(guard, upd, {REG_RESP: self._as_is(self._removed(s, REG_RESP, j))}))
         return steps, []
 
@@ -684,7 +749,7 @@ class Relation:
                 role, rR, rL, rle = s[f"role{b}"], s[f"rR{b}"], s[f"rL{b}"], s[f"rle{b}"]
                 needs = z3.Or(role == LEADER, z3.If(_bit(rR, b), rec["le"] > rle, _bit(rec["R"], b)))
                 base = [o <= s["clen"], o > s[f"blen{b}"], self._running(s, b), s[f"breg{b}"], needs]
-                learn = {f"blen{b}": z3.BitVecVal(o, W)}
+                learn = {f"blen{b}": z3.BitVecVal(o, self.W)}
                 learn.update({f"bl{b}_{i}": self.code(self.record(s, i), n) if i <= o else
                               z3.BitVecVal(0, s[f"bl{b}_{i}"].size())
                               for i in range(1, self.Mb + 1)})
@@ -722,7 +787,7 @@ class Relation:
     def _become_leader(self, s, b, rec, is_new_leader, hwm: dict) -> dict:
         n = s["n"]
         upd = dict(hwm)
-        upd.update({f"role{b}": z3.BitVecVal(LEADER, W), f"leso{b}": s[f"leo{b}"]})
+        upd.update({f"role{b}": z3.BitVecVal(LEADER, self.W), f"leso{b}": s[f"leo{b}"]})
         for c in range(1, n + 1):
             keep = z3.BoolVal(True) if self.cfg.mutated.leader_keeps_stale_follower_state else _bit(rec["I"], c)
             keep = z3.And(z3.Not(is_new_leader), keep)
@@ -739,7 +804,7 @@ class Relation:
         """BecomeFollowerInNewEpoch, with AddPartitionToFetcher."""
         n = s["n"]
         upd = self._renounce(s, b)
-        upd.update({f"role{b}": z3.BitVecVal(FOLLOWER, W), f"leso{b}": z3.BitVecVal(0, W)})
+        upd.update({f"role{b}": z3.BitVecVal(FOLLOWER, self.W), f"leso{b}": z3.BitVecVal(0, self.W)})
         new_epoch = z3.BoolVal(False) if self.cfg.mutated.fetcher_kept_on_new_epoch else rec["le"] > s[f"rle{b}"]
         leader_added = z3.Or(*[z3.And(rec["L"] == c, s[f"f{b}_{c}_a"]) for c in range(1, n + 1)])
         reset = z3.Or(new_epoch, z3.Not(leader_added))
@@ -755,7 +820,7 @@ class Relation:
     def _wait(self, s, b) -> dict:
         """WaitForLeaderChange."""
         upd = self._renounce(s, b)
-        upd.update({f"role{b}": z3.BitVecVal(NO_ROLE, W), f"leso{b}": z3.BitVecVal(0, W)})
+        upd.update({f"role{b}": z3.BitVecVal(NO_ROLE, self.W), f"leso{b}": z3.BitVecVal(0, self.W)})
         for c in range(1, s["n"] + 1):
             upd.update(self._without_partition(s, b, c))
         return upd
@@ -792,7 +857,7 @@ class Relation:
             guard.append(proposal != curr)
             epochs = [z3.If(z3.Not(_bit(proposal, c)), 0, s[f"bep{b}"] if c == b else
                             z3.If(_bit(curr, c), 0, s[f"pbep{b}_{c}"])) for c in range(1, n + 1)]
-            request = [z3.BitVecVal(b, W), _num(proposal), *epochs, z3.BitVecVal(b, W), s[f"rle{b}"], s[f"rpe{b}"], s[f"bep{b}"]]
+            request = [z3.BitVecVal(b, self.W), self._num(proposal), *epochs, z3.BitVecVal(b, self.W), s[f"rle{b}"], s[f"rpe{b}"], s[f"bep{b}"]]
             upd = {f"rX{b}": proposal | curr, f"pape{b}": s[f"rpe{b}"] + 1, f"papq{b}": z3.BoolVal(True),
                    "ls": z3.If(curr & ~proposal != 0, s["ls"] + 1, s["ls"])}
             upd.update({f"papq{b}_{k}": v for k, v in enumerate(request)})
@@ -833,7 +898,7 @@ class Relation:
         for b, to in itertools.permutations(range(1, n + 1), 2):
             f = lambda x: s[f"f{b}_{to}_{x}"]  # noqa: E731
             guard = [s[f"bst{b}"] == RUNNING, f("a"), z3.Not(f("p")), s[f"rL{b}"] == to, z3.Not(self._converged(s, to, b))]
-            request = [z3.BitVecVal(b, W), z3.BitVecVal(to, W), s[f"bep{b}"], s[f"rle{b}"], f("o"), f("e")]
+            request = [z3.BitVecVal(b, self.W), z3.BitVecVal(to, self.W), s[f"bep{b}"], s[f"rle{b}"], f("o"), f("e")]
             steps.append(Step(guard, {f"f{b}_{to}_p": z3.BoolVal(True), f"f{b}_{to}_d": z3.BoolVal(False)},
                               {FETCH_REQ: self._send(self.slots(s, FETCH_REQ), request)}))
         return steps, []
@@ -848,15 +913,15 @@ class Relation:
                 guard = [p, dest == b, s[f"bst{b}"] == RUNNING]
                 md_le, hwm, leo = s[f"rle{b}"], s[f"hwm{b}"], s[f"leo{b}"]
                 leads = z3.And(s[f"role{b}"] == LEADER, md_le == le)
-                error = z3.If(md_le < le, _n(UNKNOWN_LEADER_EPOCH), z3.If(md_le > le, _n(FENCED_LEADER_EPOCH),
-                                                                   _n(NOT_LEADER_OR_FOLLOWER)))
-                zero = z3.BitVecVal(0, W)
-                refused = [z3.BitVecVal(b, W), src, error, md_le, fo, zero, zero, zero, hwm, zero, zero, zero, zero]
+                error = z3.If(md_le < le, self._n(UNKNOWN_LEADER_EPOCH), z3.If(md_le > le, self._n(FENCED_LEADER_EPOCH),
+                                                                   self._n(NOT_LEADER_OR_FOLLOWER)))
+                zero = z3.BitVecVal(0, self.W)
+                refused = [z3.BitVecVal(b, self.W), src, error, md_le, fo, zero, zero, zero, hwm, zero, zero, zero, zero]
                 steps.append(Step(guard + [z3.Not(leads)], {}, {
                     FETCH_REQ: self._as_is(rest), FETCH_RESP: self._send(self.slots(s, FETCH_RESP), refused)}))
                 epoch, end = self._lofe(s, b, lfe, True)
                 diverges = z3.Or(epoch < lfe, end < fo)
-                div = [z3.BitVecVal(b, W), src, z3.BitVecVal(NO_ERROR, W), md_le, fo, z3.BitVecVal(1, W), epoch, end, hwm, zero, zero, zero, zero]
+                div = [z3.BitVecVal(b, self.W), src, z3.BitVecVal(NO_ERROR, self.W), md_le, fo, z3.BitVecVal(1, self.W), epoch, end, hwm, zero, zero, zero, zero]
                 steps.append(Step(guard + [leads, diverges], {},
                                   {FETCH_REQ: self._as_is(rest), FETCH_RESP: self._send(self.slots(s, FETCH_RESP), div)}))
                 peer_leo = lambda c: z3.If(src == c, fo, s[f"pleo{b}_{c}"])  # noqa: E731
@@ -868,10 +933,10 @@ class Relation:
                     upd[f"pleo{b}_{c}"] = z3.If(src == c, fo, s[f"pleo{b}_{c}"])
                     upd[f"pbep{b}_{c}"] = z3.If(src == c, bep, s[f"pbep{b}_{c}"])
                 has = fo < leo
-                rep, rval = _select(fo, [e for e, _ in self._log(s, b)], z3.BitVecVal(0, W)), \
-                    _select(fo, [v for _, v in self._log(s, b)], z3.BitVecVal(0, W))
-                ok = [z3.BitVecVal(b, W), src, z3.BitVecVal(NO_ERROR, W), md_le, fo, zero, zero, zero, _zmax(new_hwm, hwm),
-                      z3.If(has, _n(1), _n(0)), z3.If(has, rep, 0), z3.If(has, fo, 0), z3.If(has, rval, 0)]
+                rep, rval = _select(fo, [e for e, _ in self._log(s, b)], z3.BitVecVal(0, self.W)), \
+                    _select(fo, [v for _, v in self._log(s, b)], z3.BitVecVal(0, self.W))
+                ok = [z3.BitVecVal(b, self.W), src, z3.BitVecVal(NO_ERROR, self.W), md_le, fo, zero, zero, zero, _zmax(new_hwm, hwm),
+                      z3.If(has, self._n(1), self._n(0)), z3.If(has, rep, 0), z3.If(has, fo, 0), z3.If(has, rval, 0)]
                 steps.append(Step(guard + [leads, z3.Not(diverges), src >= 1, src <= n] + acks, upd,
                                   {FETCH_REQ: self._as_is(rest), FETCH_RESP: self._send(self.slots(s, FETCH_RESP), ok)}))
         return steps, [x]
@@ -957,13 +1022,13 @@ class Relation:
         """What the shutdowns share (faults.shutdown, with DropFetchSessions)."""
         n = s["n"]
         guard, upd = self._fenced(s, b, choice)
-        upd.update({f"bst{b}": z3.BitVecVal(status, W), f"bep{b}": kept, f"binc{b}": z3.BitVecVal(0, W),
-                    f"breg{b}": z3.BoolVal(False), f"role{b}": z3.BitVecVal(NO_ROLE, W)})
+        upd.update({f"bst{b}": z3.BitVecVal(status, self.W), f"bep{b}": kept, f"binc{b}": z3.BitVecVal(0, self.W),
+                    f"breg{b}": z3.BoolVal(False), f"role{b}": z3.BitVecVal(NO_ROLE, self.W)})
         upd.update(self._blank_peers(s, b))
         upd.update(self._no_pending_ap(s, b))
         for c in range(1, n + 1):
-            upd.update({f"f{b}_{c}_{x}": v for x, v in (("a", z3.BoolVal(False)), ("o", z3.BitVecVal(0, W)),
-                                                        ("e", z3.BitVecVal(0, W)), ("d", z3.BoolVal(False)),
+            upd.update({f"f{b}_{c}_{x}": v for x, v in (("a", z3.BoolVal(False)), ("o", z3.BitVecVal(0, self.W)),
+                                                        ("e", z3.BitVecVal(0, self.W)), ("d", z3.BoolVal(False)),
                                                         ("p", z3.BoolVal(False)))})
             if c != b:
                 pend, added = s[f"f{c}_{b}_p"], s[f"f{c}_{b}_a"]
@@ -973,18 +1038,18 @@ class Relation:
         msgs = {k: ("keep", keep) for k in (FETCH_REQ, FETCH_RESP)}
         return [self._running(s, b), *guard], upd, msgs
 
-    def _shutdowns(self, s, cfg, status, ctr, limit, kept=lambda s, b: z3.BitVecVal(0, W), extra=lambda s, b: [],
+    def _shutdowns(self, s, cfg, status, ctr, limit, kept=None, extra=lambda s, b: [],
                    data_loss=False):
         n = s["n"]
         steps = []
-        choice = z3.BitVec("choice", W)
+        choice = z3.BitVec("choice", self.W)
         for b in range(1, n + 1):
-            guard, upd, msgs = self._shutdown(s, b, choice, status, kept(s, b))
+            guard, upd, msgs = self._shutdown(s, b, choice, status, kept(s, b) if kept else z3.BitVecVal(0, self.W))
             guard += [s[ctr] < limit, self._may_disrupt(s), *extra(s, b)]
             upd[ctr] = s[ctr] + 1
             if data_loss:
                 upd.update(self._empty_data(s, b))
-                upd[f"leso{b}"] = z3.BitVecVal(0, W)
+                upd[f"leso{b}"] = z3.BitVecVal(0, self.W)
             steps.append(Step(guard, upd, msgs))
         return steps
 
@@ -997,31 +1062,31 @@ class Relation:
                 return []
             return [z3.Not(z3.And(_bit(s["C_I"], b), _count(s["C_I"]) == 1))]
         return self._shutdowns(s, cfg, OFFLINE_DIRTY, "us", cfg.unclean_shutdown_limit, extra=last_standing,
-                               data_loss=True), [z3.BitVec("choice", W)]
+                               data_loss=True), [z3.BitVec("choice", self.W)]
 
     def clean_shutdown(self, s, cfg):
         if not (cfg.clean_shutdown_limit and not cfg.kip966):
             return [], []
-        return self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), [z3.BitVec("choice", W)]
+        return self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), [z3.BitVec("choice", self.W)]
 
     def data_loss_shutdown(self, s, cfg):
         if not (cfg.unclean_shutdown_limit and cfg.kip966):
             return [], []
-        return self._shutdowns(s, cfg, OFFLINE_DIRTY, "us", cfg.unclean_shutdown_limit, data_loss=True), [z3.BitVec("choice", W)]
+        return self._shutdowns(s, cfg, OFFLINE_DIRTY, "us", cfg.unclean_shutdown_limit, data_loss=True), [z3.BitVec("choice", self.W)]
 
     def no_data_loss_shutdown(self, s, cfg):
         if not (cfg.clean_shutdown_limit and cfg.kip966):
             return [], []
         clean = self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit, kept=lambda s, b: s[f"bep{b}"])
-        return clean + self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), [z3.BitVec("choice", W)]
+        return clean + self._shutdowns(s, cfg, OFFLINE_CLEAN, "cs", cfg.clean_shutdown_limit), [z3.BitVec("choice", self.W)]
 
     def receive_reg_request(self, s, cfg):
         n = s["n"]
-        epoch = z3.BitVec("new_broker_epoch", W)
+        epoch = z3.BitVec("new_broker_epoch", self.W)
         steps = []
         if not (cfg.clean_shutdown_limit + cfg.unclean_shutdown_limit):
             return steps, [epoch]
-        choice = z3.BitVec("choice", W)
+        choice = z3.BitVec("choice", self.W)
         for b in range(1, n + 1):
             for j, (who, inc, bep), p in self._receive(s, REG_REQ):
                 if True:
@@ -1041,14 +1106,14 @@ class Relation:
                         g2, upd = self._unfenced(s, b, choice)
                         guard += g2
                     upd.update({f"creg_ep{b}": epoch, f"creg_inc{b}": inc})
-                    response = [z3.BitVecVal(b, W), epoch, inc, s["clen"]]
+                    response = [z3.BitVecVal(b, self.W), epoch, inc, s["clen"]]
                     steps.append(Step(guard, upd, {REG_REQ: self._as_is(self._removed(s, REG_REQ, j)),
                                                    REG_RESP: self._send(self.slots(s, REG_RESP), response)}))
         return steps, [epoch, choice]
 
     def receive_ap_request(self, s, cfg):
         n = s["n"]
-        choice = z3.BitVec("choice", W)
+        choice = z3.BitVec("choice", self.W)
         steps = []
         for b in range(1, n + 1):
             for j, m, p in self._receive(s, AP_REQ):
@@ -1061,10 +1126,10 @@ class Relation:
                     z3.Not(_bit(s["U"], c)),
                     z3.Not(z3.Or(epochs[c - 1] == 0, s[f"creg_ep{c}"] == epochs[c - 1], cfg.mutated.ap_ignores_broker_epoch))))
                     for c in range(1, n + 1)])
-                error = z3.If(fenced_epoch, _n(FENCED_LEADER_EPOCH), _n(INELIGIBLE_REPLICA))
-                zero = z3.BitVecVal(0, W)
+                error = z3.If(fenced_epoch, self._n(FENCED_LEADER_EPOCH), self._n(INELIGIBLE_REPLICA))
+                zero = z3.BitVecVal(0, self.W)
                 base = [p, src == b, isr >= 0, isr < 2 ** (n + 1)]
-                refusal = [z3.BitVecVal(b, W), error, zero, zero, zero, zero, zero, *m]
+                refusal = [z3.BitVecVal(b, self.W), error, zero, zero, zero, zero, zero, *m]
                 steps.append(Step(base + [z3.Or(fenced_epoch, ineligible)], {},
                                   {AP_REQ: self._as_is(rest), AP_RESP: self._send(self.slots(s, AP_RESP), refusal)}))
                 cur = self.record(s)
@@ -1079,7 +1144,7 @@ class Relation:
                 if True:
                     md_c = dict(md, L=choice)
                     guard, upd = self._apply(s, md_c)
-                    response = [z3.BitVecVal(b, W), z3.BitVecVal(NO_ERROR, W), _num(md["R"]), _num(md["I"]),
+                    response = [z3.BitVecVal(b, self.W), z3.BitVecVal(NO_ERROR, self.W), self._num(md["R"]), self._num(md["I"]),
                                 choice, md["le"], md["pe"], *m]
                     steps.append(Step(base + guard + [z3.Not(fenced_epoch), z3.Not(ineligible),
                                                       self._leader_ok(s, md["I"], choice)], upd,
@@ -1092,7 +1157,7 @@ class Relation:
         steps = []
         if not cfg.fence_broker_limit:
             return steps, []
-        choice = z3.BitVec("choice", W)
+        choice = z3.BitVec("choice", self.W)
         for b in range(1, n + 1):
             guard, upd = self._fenced(s, b, choice)
             guard += [s["fb"] < cfg.fence_broker_limit, self._may_disrupt(s), _bit(s["U"], b)]
@@ -1103,7 +1168,7 @@ class Relation:
     def unfence_broker(self, s, cfg):
         n = s["n"]
         steps = []
-        choice = z3.BitVec("choice", W)
+        choice = z3.BitVec("choice", self.W)
         for b in range(1, n + 1):
             guard, upd = self._unfenced(s, b, choice)
             steps.append(Step(guard + [z3.Not(_bit(s["U"], b)), s[f"bst{b}"] == RUNNING], upd, {}))
@@ -1113,7 +1178,7 @@ class Relation:
         n = s["n"]
         adding, removing = z3.BitVec("adding", n + 1), z3.BitVec("removing", n + 1)
         if not cfg.reassignment_limit:
-            return [], [adding, removing, z3.BitVec("choice", W)]
+            return [], [adding, removing, z3.BitVec("choice", self.W)]
         cur = self.record(s)
         zero = z3.BitVecVal(0, n + 1)
         full = z3.BitVecVal((1 << (n + 1)) - 2, n + 1)
@@ -1127,7 +1192,7 @@ class Relation:
                   pe=cur["pe"] + 1, A=z3.If(now, zero, adding), M=z3.If(now, zero, removing))
         if cfg.kip966:
             md["E"] = z3.If(now, self._update_elr(s, fi, fr), cur["E"])
-        choice = z3.BitVec("choice", W)
+        choice = z3.BitVec("choice", self.W)
         cand = md["I"] & s["U"]
         leaderless = z3.If(choice == 0, cand == 0, _has(cand, choice, n))
         guard = [z3.If(cur["L"] == 0, leaderless, self._leader_ok(s, md["I"], choice))]
@@ -1197,7 +1262,7 @@ def metadata_log_matching(s):
     for b in range(1, n + 1):
         out.append(s[f"blen{b}"] <= s["clen"])
         out += [z3.Implies(i <= s[f"blen{b}"], s[f"bl{b}_{i}"] == rel.code(rel.record(s, i), n))
-                for i in range(1, cfg.metadata_log_bound + 1)]
+                for i in range(1, rel.Mb + 1)]
     return z3.And(*out)
 
 
