@@ -124,6 +124,7 @@ ENGINE_OPTIONS = {
     "executor_wait": ("spark",),
     "checkpoint_every": ("spark",),
     "depth": ("z3",),
+    "solver_timeout": ("z3",),
 }
 
 
@@ -209,11 +210,15 @@ def _refuse_options_of_other_engines(ctx: click.Context, engine: str) -> None:
               callback=lambda ctx, param, v: _not_nan(v, "--checkpoint-every"))
 @click.option("--depth", type=click.IntRange(min=0), default=12, show_default=True,
               help=_engines("depth") + "bound of the bounded model check (abstract steps)")
+@click.option("--solver-timeout", type=click.FloatRange(min=1, max=10**6), default=60.0, show_default=True,
+              help=_engines("solver_timeout") + "seconds one solver query may take (then the check is incomplete: exit 3)",
+              callback=lambda ctx, param, v: _not_nan(v, "--solver-timeout"))
 @click.pass_context
 def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_json, quiet, progress_every, seed, exact,
           no_deadlock, max_states, max_depth, time_limit, keep_going, check_reads, view_keep, symmetry, frontier_memory,
           frontier_dir, profile, examples, steps, master,
-          partitions, checkpoint, resume, spark_levels_only, executor_wait, checkpoint_every, depth) -> None:
+          partitions, checkpoint, resume, spark_levels_only, executor_wait, checkpoint_every, depth,
+          solver_timeout) -> None:
     """Check SPEC's invariants with an engine; write a trace per violation.
 
     Results go to stdout (a summary, or one JSON object with --json), progress and diagnostics to
@@ -244,7 +249,7 @@ def check(ctx, spec_name, preset, settings, variants, mutation, engine, out, as_
         from harness.engines import z3bmc
 
         with _progress(quiet, "bounded model checking with Z3 ...") as progress:
-            result = z3bmc.check(model, depth)
+            result = z3bmc.check(model, depth, timeout_ms=int(solver_timeout * 1000))
     elif engine == "graph":
         from harness.engines import graph
 

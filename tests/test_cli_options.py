@@ -21,7 +21,7 @@ VALUES = {"seed": ["--seed", "1"], "exact": ["--exact"], "no_deadlock": ["--no-d
           "partitions": ["--partitions", "2"], "checkpoint": ["--checkpoint", "ck"], "resume": ["--resume"],
           "spark_levels_only": ["--every-level-on-spark"], "executor_wait": ["--executor-wait", "5"],
           "checkpoint_every": ["--checkpoint-every", "0"],
-          "depth": ["--depth", "3"]}
+          "depth": ["--depth", "3"], "solver_timeout": ["--solver-timeout", "5"]}
 
 
 def test_every_engine_specific_option_has_a_value_here_and_a_tag_in_help():

@@ -3,6 +3,8 @@ the relation, the Z3 properties and lemmas evaluate like their Python twins on t
 `prove` closes the metadata properties and judges the other CTIs against BFS's states, and BMC runs over
 the relation."""
 
+import json
+
 import pytest
 import z3
 
@@ -134,12 +136,55 @@ def test_prove_explains_each_cti_by_the_reachable_states():
         assert cti["reachability"].startswith("unreachable (not among the 1,163 states BFS reaches)"), cti
 
 
-def test_bmc_runs_over_the_relation_from_the_configs_initial_state():
-    """BMC over the message-level relation from p1's initial state (projected): nothing within two steps, and
-    the search is complete. (BFS's 11-step trace of isr_join_below_hwm is out of its reach: every depth's
-    query hits the solver timeout; docs/models/replication.md, "BMC".)"""
-    result = z3bmc.check(SPEC.bind(config("p1", "isr_join_below_hwm")), depth=2)
-    assert not result.violations and result.complete and result.stats["depth"] == 2, result.stats
+def test_bmc_widens_its_cut_relation_where_the_model_needs_room():
+    """BMC's relation starts with one message slot per type; p1's followers put two fetch requests in flight
+    by step 2, so it is widened once (to two slots) and the search to depth 5 is complete and clean."""
+    result = z3bmc.check(SPEC.bind(config("p1", "isr_join_below_hwm")), depth=5)
+    assert not result.violations and result.complete, result.stats
+    assert result.stats["widenings"] == 1 and result.stats["relation"]["message_slots"] == 2, result.stats
+
+
+@pytest.mark.parametrize("preset,limit", [("p1", 150), pytest.param("fence", 150, marks=NIGHTLY)])
+def test_every_model_step_is_a_step_of_the_cut_relation_or_flagged_by_it(preset, limit):
+    """BMC's sound cut: a model step between states that fit the cut relation is one of its steps; a step
+    into a state that does not fit (a third metadata record, a second message of a type) is a step of the
+    relation into a state it flags as saturated, so BMC widens instead of missing the run."""
+    cfg = config(preset)
+    rel = SPEC.symbolic.for_bmc(cfg, 8)
+    n = cfg.broker_count
+    s_, t_ = rel.make_state("s_", n), rel.make_state("t_", n)
+    kinds, seen = {"fits": 0, "flagged": 0}, set()
+    for s, rule, t in reachable(SPEC.bind(cfg), limit)[1]:
+        before, after = rel.project(cfg, s), rel.project(cfg, t)
+        fits = rel.fits(cfg, t)
+        key = (rule, tuple(before.values()), tuple(after.values()) if fits else None)
+        if not rel.fits(cfg, s) or before == after or key in seen:
+            continue
+        seen.add(key)
+        step = z3.And(rel.RULES[rule](s_, t_, cfg)[0], rel.type_ok(s_), rel.type_ok(t_))
+        pairs = [(s_[f], v) for f, v in before.items()] + ([(t_[f], v) for f, v in after.items()] if fits else [])
+        solver = z3.Solver()
+        solver.add(fixed(step, pairs), *([] if fits else [rel.saturated(t_)]))
+        assert solver.check() == z3.sat, (rule, fits, {f: (before[f], after[f]) for f in before if before[f] != after[f]})
+        kinds["fits" if fits else "flagged"] += 1
+    assert kinds["fits"] > 50 and kinds["flagged"] > 5, kinds
+
+
+@NIGHTLY
+def test_bmc_finds_bfs_shortest_trace_of_the_p1_mutation_and_it_replays(cli, tmp_path):
+    """The acceptance case: BMC to depth 11 finds isr_join_below_hwm's 11-step trace (BFS's length) and the
+    trace replays (about 2 minutes of solver time on this machine)."""
+    code, out, err = cli("check", "replication", "--config", "p1", "--mutation", "isr_join_below_hwm", "--engine", "z3",
+                         "--depth", "11", "--solver-timeout", "600", "--out", tmp_path, "--json")
+    assert code == 1, (out, err)
+    bmc = json.loads(out)
+    trace = next(tmp_path.glob("*.itf.json"))
+    assert [v["length"] for v in bmc["violations"]] == [11], bmc["violations"]
+    bfs_result = json.loads(cli("check", "replication", "--config", "p1", "--mutation", "isr_join_below_hwm",
+                                "--out", tmp_path / "bfs", "--json")[1])
+    assert [v["length"] for v in bfs_result["violations"]] == [11]
+    code, out, err = cli("replay", trace)
+    assert code == 0 and "replays as recorded: 11 steps" in out, (out, err)
 
 
 def test_prove_below_the_configs_broker_count_is_refused(cli):

@@ -164,6 +164,28 @@ def concretize(model: Model, sym, abstract: list[dict], properties: list[str], m
     return None, reached, len(parent)
 
 
+def outgrows(model: Model, sym, abstract: list[dict], max_states: int) -> bool:
+    """Whether a model run following `abstract` (as `concretize` follows it) has a step to a state the
+    relation cannot hold (`sym.fits`): the relation must grow, rather than the run be spurious."""
+    cfg, k = model.config, len(abstract) - 1
+    key_of = [tuple(sorted(a.items())) for a in abstract]
+    seen = {s: 0 for s in model.init_states() if tuple(sorted(sym.project(cfg, s).items())) == key_of[0]}
+    frontier = list(seen.items())
+    while frontier and len(seen) < max_states:
+        nxt = []
+        for state, i in frontier:
+            for _, t in model.successors(state):
+                if i == k and not sym.fits(cfg, t):
+                    return True
+                p = tuple(sorted(sym.project(cfg, t).items()))
+                j = i if p == key_of[i] else i + 1 if i < k and p == key_of[i + 1] else None
+                if j is not None and t not in seen:
+                    seen[t] = j
+                    nxt.append((t, j))
+        frontier = nxt
+    return False
+
+
 def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_states: int = 2_000_000,
           timeout_ms: int = 60_000) -> CheckResult:
     sym = symbolic_form(model)
@@ -171,7 +193,7 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
     # A relation may be sized to runs of `depth` steps (replication: message and metadata slots, number
     # width) and say where a run fills it (`saturated`); it is then widened and the level asked again.
     sym = getattr(spec.symbolic, "for_bmc", lambda cfg, depth: sym)(cfg, depth)
-    saturated = getattr(sym, "saturated", None)
+    saturated = (lambda s: s["rel"].saturated(s)) if hasattr(sym, "saturated") else None
     widenings = 0
     why = getattr(sym, "bmc_unsupported", lambda cfg: None)(cfg)
     if why:
@@ -222,6 +244,13 @@ def check(model: Model, depth: int, max_candidates: int = 64, max_concrete_state
             m = solver.model()
             if saturated and z3.is_true(m.evaluate(saturated(s_k), model_completion=True)):
                 solver.pop()
+                prefix = unroll.path(m, k - 1)[0]
+                if not outgrows(model, sym, prefix, max_concrete_states):
+                    # a run of the relation only (it allows more than the model): block it, as a spurious one
+                    candidates += 1
+                    spurious += 1
+                    solver.add(z3.Not(z3.And(*[equals(unroll.states[i], prefix[i]) for i in range(k)], saturated(s_k))))
+                    continue
                 sym = sym.widened({f: value_of(m, s_k[f]) for f in sym.MATCHED})
                 widenings += 1
                 unroll = unrolled(sym, k)

@@ -394,6 +394,10 @@ class Relation:
         needing more room is flagged at its first step past them (so within the same number of steps)."""
         return z3.Or(*[s[f] for f in self.flags])
 
+    def fits(self, cfg, st) -> bool:
+        """Concrete state st fits this relation's slots."""
+        return len(st.con_metadata_log) <= self.Mb and all(len(st.messages[kind]) <= self.K for kind in KINDS)
+
     @property
     def size(self) -> dict:
         return {"message_slots": self.K, "metadata_slots": self.Mb, "number_bits": self.W}
@@ -882,7 +886,7 @@ class Relation:
                        f"rle{b}": z3.If(ok, le, s[f"rle{b}"]), f"rpe{b}": z3.If(ok, pe, s[f"rpe{b}"])}
                 hwm, new_hwm = self._hwm_on_change(s, b, new[f"rI{b}"], new[f"rX{b}"], x)
                 _, cons = self._acks(s, self._log(s, b), s[f"hwm{b}"], new_hwm - 1, "ap_acks")
-                steps.append(Step(guard + cons + [R >= 0, isr >= 0, R < 2 ** (n + 1), isr < 2 ** (n + 1)],
+                steps.append(Step(guard + cons + [z3.ULT(R, 2 ** (n + 1)), z3.ULT(isr, 2 ** (n + 1))],
                                   {**new, **hwm, **self._no_pending_ap(s, b)},
                                   {AP_RESP: self._as_is(self._removed(s, AP_RESP, j))}))
         return steps, [x]
@@ -1128,7 +1132,7 @@ class Relation:
                     for c in range(1, n + 1)])
                 error = z3.If(fenced_epoch, self._n(FENCED_LEADER_EPOCH), self._n(INELIGIBLE_REPLICA))
                 zero = z3.BitVecVal(0, self.W)
-                base = [p, src == b, isr >= 0, isr < 2 ** (n + 1)]
+                base = [p, src == b, z3.ULT(isr, 2 ** (n + 1))]
                 refusal = [z3.BitVecVal(b, self.W), error, zero, zero, zero, zero, zero, *m]
                 steps.append(Step(base + [z3.Or(fenced_epoch, ineligible)], {},
                                   {AP_REQ: self._as_is(rest), AP_RESP: self._send(self.slots(s, AP_RESP), refusal)}))
