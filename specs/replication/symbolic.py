@@ -74,14 +74,14 @@ def for_bmc(cfg, depth: int) -> "Relation":
     st = init_state(cfg)
     slots = min(cfg.message_bound, 1 + max(len(st.messages[kind]) for kind in KINDS))
     log_slots = min(cfg.metadata_log_bound, 1 + len(st.con_metadata_log))
-    probe = Relation(cfg, slots, log_slots)
+    probe = Relation(cfg, slots, log_slots, counters=True)
     values = probe.project(cfg, st)
     top = max([values[f] for f in probe._numbers(probe.make_state("w_", cfg.broker_count), names=True)[0]]
               + [st.aux_broker_epoch, st.aux_ctrs.incarn_ctr, cfg.values + 1, cfg.broker_count]) + depth
     width = cfg.broker_count + 2  # a broker set in a message field is a positive number
     while (1 << (width - 1)) - 2 <= top:  # below the LIMIT
         width += 1
-    return Relation(cfg, slots, log_slots, width)
+    return Relation(cfg, slots, log_slots, width, counters=True)
 
 
 def _bit(x, b: int):
@@ -148,10 +148,15 @@ class Relation:
 
     PACKED = ()
 
-    def __init__(self, cfg, slots: int | None = None, log_slots: int | None = None, width: int = W) -> None:
+    def __init__(self, cfg, slots: int | None = None, log_slots: int | None = None, width: int = W,
+                 counters: bool = False) -> None:
         """The relation with the config's bounds, or (BMC) with fewer message `slots` per type, fewer
         metadata `log_slots` and narrower numbers (`width` bits): a step that needs more than such a
-        cut relation holds sets a flag (`saturated`), so BMC widens it instead of missing the run."""
+        cut relation holds sets a flag (`saturated`), so BMC widens it instead of missing the run.
+        With `counters` (BMC), the model's counters behind new incarnations and broker epochs are kept
+        (`ctr_inc`, `ctr_ep`) and new ones are exactly the model's, not any number above those held: paths
+        differing only in such a number would each be a spurious candidate."""
+        self.counters = counters
         self.cfg = cfg
         self._reached: dict = {}  # config -> {projection: BFS depth} (reachability)
         self.V = cfg.values
@@ -207,7 +212,7 @@ class Relation:
             for j in range(self.K):
                 out += [(f"m{kind}_{j}_p", "bool")] + [(f"m{kind}_{j}_{k}", "int") for k in range(self.msg_width(kind, n))]
         out += [("sent", "vals"), ("acked", "vals"), ("thwm", "int")] + [(c, "int") for c in COUNTERS]
-        return out + [(f, "bool") for f in self.flags]
+        return out + [(f, "bool") for f in self.flags] + ([("ctr_inc", "int"), ("ctr_ep", "int")] if self.counters else [])
 
     def _names(self, n: int):
         return [name for name, _ in self._fields(n)]
@@ -316,6 +321,8 @@ class Relation:
         c = st.aux_ctrs
         out.update(cs=c.clean_shutdown_ctr, us=c.unclean_shutdown_ctr, fb=c.fence_broker_ctr,
                    ls=c.leader_shrink_isr_ctr, ra=c.reassignment_ctr)
+        if self.counters:
+            out.update(ctr_inc=st.aux_ctrs.incarn_ctr, ctr_ep=st.aux_broker_epoch)
         return out | {f: False for f in self.flags}
 
     @staticmethod
@@ -406,7 +413,7 @@ class Relation:
         """The relation with room where a saturated state (its field values) ran out of it."""
         cfg = self.cfg
         return Relation(cfg, min(self.K + values.get("ovf_m", False), cfg.message_bound),
-                        min(self.Mb + values.get("ovf_l", False), cfg.metadata_log_bound), self.W)
+                        min(self.Mb + values.get("ovf_l", False), cfg.metadata_log_bound), self.W, self.counters)
 
     # ------------------------------------------------------------------------------ relations
 
@@ -720,6 +727,9 @@ class Relation:
                      *self._fresh_above(s, inc, "binc"), *self._fresh_above(s, inc, "creg_inc")]
             upd = {f"bst{b}": z3.BitVecVal(STARTING, self.W), f"bep{b}": kept, f"binc{b}": inc, f"breg{b}": z3.BoolVal(False),
                    f"role{b}": z3.BitVecVal(NO_ROLE, self.W)}
+            if self.counters:  # brokers.broker_start: the counter's value, then the counter moves on
+                guard.append(inc == s["ctr_inc"])
+                upd["ctr_inc"] = s["ctr_inc"] + 1
             steps.append(Step(guard, upd, {REG_REQ: self._send(self.slots(s, REG_REQ), [z3.BitVecVal(b, self.W), inc, kept])}))
         return steps, [inc]
 
@@ -1110,6 +1120,9 @@ class Relation:
                         g2, upd = self._unfenced(s, b, choice)
                         guard += g2
                     upd.update({f"creg_ep{b}": epoch, f"creg_inc{b}": inc})
+                    if self.counters:  # controller.receive_reg_request: the counter plus one
+                        guard.append(epoch == s["ctr_ep"] + 1)
+                        upd["ctr_ep"] = epoch
                     response = [z3.BitVecVal(b, self.W), epoch, inc, s["clen"]]
                     steps.append(Step(guard, upd, {REG_REQ: self._as_is(self._removed(s, REG_REQ, j)),
                                                    REG_RESP: self._send(self.slots(s, REG_RESP), response)}))
