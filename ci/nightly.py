@@ -137,6 +137,15 @@ def run_model(name: str, folder: Path, seed: int) -> dict:
         else:
             r = z3bmc.check(model, depth=6 if QUICK else 16)
             out["z3"].update(outcome=r.outcome, bmc_depth=r.stats["depth"], violations=save_violations(model, r, folder))
+        plan = getattr(spec.symbolic, "CI_PLAN", {}).get("bmc")
+        if plan and not QUICK:  # BMC finds a mutation's trace at BFS's length (minutes: not in the gate)
+            at, mutation, length = plan
+            mutated = spec.bind(spec.config(at, mutation=mutation))
+            r = z3bmc.check(mutated, depth=length, timeout_ms=600_000)
+            found = r.violations[0].depth if r.violations else None
+            out["z3"]["mutation_bmc"] = {"preset": at, "mutation": mutation, "bfs_steps": length, "bmc_steps": found,
+                                         "seconds": r.stats["seconds"]}
+            log(f"  {name}/{at} {mutation}: BMC finds {found or 'no'} steps, BFS {length}, {r.stats['seconds']} s")
         out["z3"]["seconds"] = round(time.monotonic() - t, 1)
         bmc = "BMC not needed" if proof["proved"] else f"BMC to depth {out['z3']['bmc_depth']}: {out['z3']['outcome']}"
         log(f"  {name}/{preset} z3: {'proved' if proof['proved'] else 'NOT INDUCTIVE'}, {bmc}, {out['z3']['seconds']} s")
@@ -289,6 +298,9 @@ def failures_of(summary: dict) -> list[str]:
            for eng in ("spark", "hypothesis", "z3") for t in m.get(eng, {}).get("violations", []) if "expected" not in t]
     out += [f"{n}: Z3 properties not inductive" for n, m in summary["models"].items()
             if not m.get("z3", {}).get("proved", True)]
+    out += [f"{n}: BMC of {b['mutation']} at {b['preset']} finds {b['bmc_steps'] or 'no'} steps, BFS {b['bfs_steps']}"
+            for n, m in summary["models"].items() if (b := m.get("z3", {}).get("mutation_bmc"))
+            and b["bmc_steps"] != b["bfs_steps"]]
     out += [liveness_failure(n, m, p, v) for n, m in summary["models"].items()
             for p, v in m["liveness"]["verdicts"].items() if v in REGRESSIONS]
     out += [f"fuzzer {n} failed" for n, f in summary["fuzz"].items() if not f["passed"]]
