@@ -1273,8 +1273,7 @@ def log_matching(s):
 
 
 def metadata_log_matching(s):
-    cfg, n = s["cfg"], s["n"]
-    rel = s["rel"]
+    n, rel = s["n"], s["rel"]
     out = []
     for b in range(1, n + 1):
         out.append(s[f"blen{b}"] <= s["clen"])
