@@ -1239,3 +1239,184 @@ PROPERTIES = {"LeaderCompletenessProperty": leader_completeness,
               "MetadataLogMatchingProperty": metadata_log_matching,
               "MinIsrRecoveryQuorum": min_isr_recovery_quorum}
 
+
+
+# ---- candidate lemmas (work in progress)
+
+def _msgs(s, kind):
+    return s["rel"].slots(s, kind)
+
+
+def lemma_budgets(s):
+    """No fault budget is overspent: each counter of `aux_ctrs` rises by one only under the guard that it is
+    below the config's limit."""
+    cfg = s["cfg"]
+    limits = {"cs": cfg.clean_shutdown_limit, "us": cfg.unclean_shutdown_limit, "fb": cfg.fence_broker_limit,
+              "ls": cfg.leader_shrink_isr_limit, "ra": cfg.reassignment_limit}
+    return z3.And(*[s[c] <= limits[c] for c in COUNTERS])
+
+
+def lemma_controller_is_last_record(s):
+    """The controller's partition state is its metadata log's last record, and the slots past the log's end
+    are blank: ApplyPartitionChange sets both to the same record, and nothing else writes either."""
+    rel = s["rel"]
+    out = []
+    for i in range(1, rel.Mb + 1):
+        rec = rel.record(s, i)
+        out.append(z3.Implies(s["clen"] == i, z3.And(*[s[f"C_{f}"] == rec[f] for f in RECORD])))
+        out.append(z3.Implies(s["clen"] < i, z3.And(*[rec[f] == 0 for f in RECORD])))
+    return z3.And(*out)
+
+
+def lemma_leader_in_isr(s):
+    """The controller's leader, if any, is an ISR member: every election picks it from the new ISR (or, with
+    KIP-966, from the ELR, making it the ISR), and a leader that leaves the ISR is replaced."""
+    n = s["n"]
+    return z3.And(s["C_L"] <= n, z3.Implies(s["C_L"] != 0, _has(s["C_I"], s["C_L"], n)))
+
+
+def lemma_no_election_before_a_fault(s):
+    """Until the first fault (every `aux_ctrs` counter still 0: no shutdown, fencing, ISR shrink or
+    reassignment) the controller never elects: it changes the leader only when the leader leaves the ISR or
+    the partition is leaderless, and only a fault causes either. So Init's leader (broker 1) leads in leader
+    epoch 1 in every metadata record and in every replica's metadata, every broker runs, registered under
+    Init's epoch and incarnation, and no registration is in flight."""
+    cfg, n, rel = s["cfg"], s["n"], s["rel"]
+    R = sum(bit(b) for b in range(1, cfg.init_replication_factor + 1))
+    Rv = z3.BitVecVal(R, n + 1)
+    Iv = z3.BitVecVal(sum(bit(b) for b in range(1, cfg.init_isr_size + 1)), n + 1)
+    out = [s["thwm"] == s["hwm1"]]
+    for i in [None, *range(1, rel.Mb + 1)]:
+        rec = rel.record(s, i)
+        out.append(z3.Implies(z3.BoolVal(i is None) if i is None else i <= s["clen"],
+                              z3.And(rec["L"] == 1, rec["le"] == 1, rec["R"] == Rv, rec["I"] & Iv == Iv, rec["A"] == 0,
+                                     rec["M"] == 0, rec["E"] == 0, rec["K"] == 0)))
+    for b in range(1, n + 1):
+        out += [s[f"bst{b}"] == RUNNING, s[f"breg{b}"], s[f"bep{b}"] == b, s[f"binc{b}"] == b,
+                s[f"creg_ep{b}"] == b, s[f"creg_inc{b}"] == b]
+        if R >> b & 1:
+            out += [s[f"rL{b}"] == 1, s[f"rle{b}"] == 1, s[f"rR{b}"] == Rv,
+                    s[f"role{b}"] == (LEADER if b == 1 else FOLLOWER)]
+        else:
+            out += [s[f"rle{b}"] == 0, s[f"role{b}"] == NO_ROLE]
+    out += [z3.Not(p) for kind in (REG_REQ, REG_RESP) for p, _ in _msgs(s, kind)]
+    faults = s["cs"] + s["us"] + s["fb"] + s["ls"] + s["ra"]
+    return z3.Implies(faults == 0, z3.And(*out))
+
+
+def lemma_log_records(s):
+    """Every record in a log or in a fetch response was written by a leader: its value was sent (1..values,
+    each once) and its epoch is a leader epoch the controller has reached (1..C_le)."""
+    cfg, n, V = s["cfg"], s["n"], s["cfg"].values
+    out = []
+
+    def good(ep, val):
+        return z3.And(ep >= 1, ep <= s["C_le"], val >= 1, val <= V,
+                      z3.Or(*[z3.And(val == v, _bit(s["sent"], v)) for v in range(1, V + 1)]))
+    for b in range(1, n + 1):
+        for i in range(1, V + 1):
+            out.append(z3.Implies(i < s[f"leo{b}"], good(s[f"lep{b}_{i}"], s[f"lval{b}_{i}"])))
+    for p, m in _msgs(s, FETCH_RESP):
+        out.append(z3.Implies(z3.And(p, m[9] == 1), good(m[10], m[12])))
+    out.append(s["acked"] & ~s["sent"] == 0)
+    return z3.And(*out)
+
+
+def lemma_fetcher_at_log_end(s):
+    """A follower's fetcher for a partition it fetches (added) holds its log end and last epoch: it is set
+    from the log whenever the log changes (append, truncation, a fresh fetcher), and only a follower with a
+    fetcher changes its log that way."""
+    n, rel = s["n"], s["rel"]
+    out = []
+    for b in range(1, n + 1):
+        last = rel._last_epoch(rel._log(s, b), s[f"leo{b}"])
+        for c in range(1, n + 1):
+            out.append(z3.Implies(s[f"f{b}_{c}_a"], z3.And(s[f"f{b}_{c}_o"] == s[f"leo{b}"], s[f"f{b}_{c}_e"] == last,
+                                                           s[f"role{b}"] == FOLLOWER, s[f"rL{b}"] == c, c != b)))
+    return z3.And(*out)
+
+
+def lemma_one_fetch_in_flight(s):
+    """A fetcher waits (pending) exactly while its request or the response to it is in flight, and there is
+    at most one: a follower sends only when not pending, the leader answers by replacing the request with
+    the response, and receiving the response (or a shutdown dropping it) clears pending."""
+    n = s["n"]
+    out = []
+    for c in range(1, n + 1):
+        for b in range(1, n + 1):
+            one = lambda x: z3.If(x, z3.BitVecVal(1, W), z3.BitVecVal(0, W))  # noqa: E731
+            count = z3.Sum([one(z3.And(p, m[0] == c, m[1] == b)) for p, m in _msgs(s, FETCH_REQ)] +
+                           [one(z3.And(p, m[0] == b, m[1] == c)) for p, m in _msgs(s, FETCH_RESP)])
+            out.append(count == z3.If(s[f"f{c}_{b}_p"], z3.BitVecVal(1, W), z3.BitVecVal(0, W)))
+    return z3.And(*out)
+
+
+def lemma_fetch_offsets_within_logs(s):
+    """A fetch request's offset is at most its sender's log end, and a leader's record of a follower's log
+    end at most that log end."""
+    n = s["n"]
+    out = []
+    for p, m in _msgs(s, FETCH_REQ):
+        out.append(z3.Implies(p, z3.And(*[z3.Implies(m[0] == c, m[4] <= s[f"leo{c}"]) for c in range(1, n + 1)])))
+    for b in range(1, n + 1):
+        for c in range(1, n + 1):
+            out.append(z3.Implies(z3.And(s[f"role{b}"] == LEADER, _bit(s[f"rX{b}"], c), s[f"bst{c}"] == RUNNING),
+                                  s[f"leo{c}"] >= s[f"hwm{b}"]))
+    for b in range(1, n + 1):
+        for c in range(1, n + 1):
+            out.append(z3.Implies(s[f"role{b}"] == LEADER, s[f"pleo{b}_{c}"] <= s[f"leo{c}"]))
+    return z3.Implies(s["us"] == 0, z3.And(*out))
+
+
+def lemma_fetch_requests_well_formed(s):
+    """A fetch request asks from offset 1 at least: its offset is its sender's fetcher's, which starts at
+    an empty log's end (1) and only moves to log ends."""
+    return z3.And(*[z3.Implies(p, m[4] >= 1) for p, m in _msgs(s, FETCH_REQ)])
+
+
+def lemma_pending_alter_partition(s):
+    """A leader's pending AlterPartition request is the one it sent, proposing a subset of its Maximal ISR
+    (which it set to the proposal joined with its ISR), at the partition epoch it had then; and a request the
+    controller would accept (at its current partition epoch) is its sender's pending one."""
+    n, rel = s["n"], s["rel"]
+    w = rel.msg_width(AP_REQ, n)
+    out = []
+    for b in range(1, n + 1):
+        req = [s[f"papq{b}_{k}"] for k in range(w)]
+        pending = s[f"pape{b}"] > s[f"rpe{b}"]
+        out.append(z3.Implies(z3.And(s[f"papq{b}"], pending),
+                              z3.And(req[0] == b, s[f"pape{b}"] == req[4 + n] + 1,
+                                     _set(req[1], n + 1) & ~s[f"rX{b}"] == 0,
+                                     s[f"rX{b}"] == s[f"rI{b}"] | _set(req[1], n + 1))))
+        for p, m in _msgs(s, AP_REQ):
+            out.append(z3.Implies(z3.And(p, m[0] == b, m[4 + n] == s["C_pe"]), z3.And(s[f"papq{b}"], pending, _eq(m, req))))
+    return z3.And(*out)
+
+
+def lemma_accepted_alter_partition(s):
+    """An accepted AlterPartition response carries the record the controller appended for it (at the
+    request's partition epoch plus one), and, while it answers its leader's pending request in the current
+    leader epoch, the controller's ISR and ELR are within its ISR: only that leader's requests add to them."""
+    n, rel = s["n"], s["rel"]
+    w = rel.msg_width(AP_REQ, n)
+    out = []
+    for p, m in _msgs(s, AP_RESP):
+        R, I, L, le, pe, req = _set(m[2], n + 1), _set(m[3], n + 1), m[4], m[5], m[6], m[7:]
+        is_rec = z3.Or(*[z3.And(i <= s["clen"], *[x == y for x, y in zip((R, I, L, le, pe),
+                                                                           [rel.record(s, i)[f] for f in ("R", "I", "L", "le", "pe")])])
+                         for i in range(1, rel.Mb + 1)])
+        answers = z3.Or(*[z3.And(m[0] == b, s[f"papq{b}"], s[f"pape{b}"] > s[f"rpe{b}"],
+                                 _eq(req, [s[f"papq{b}_{k}"] for k in range(w)])) for b in range(1, n + 1)])
+        out.append(z3.Implies(z3.And(p, m[1] == NO_ERROR), z3.And(
+            is_rec, pe == req[4 + n] + 1, z3.Implies(z3.And(answers, le == s["C_le"]), (s["C_I"] | s["C_E"]) & ~I == 0))))
+    return z3.And(*out)
+
+
+LEMMAS.update({"LemmaBudgets": lemma_budgets, "LemmaControllerIsLastRecord": lemma_controller_is_last_record,
+               "LemmaLeaderInIsr": lemma_leader_in_isr, "LemmaNoElectionBeforeAFault": lemma_no_election_before_a_fault,
+               "LemmaLogRecords": lemma_log_records, "LemmaFetcherAtLogEnd": lemma_fetcher_at_log_end,
+               "LemmaOneFetchInFlight": lemma_one_fetch_in_flight,
+               "LemmaFetchOffsetsWithinLogs": lemma_fetch_offsets_within_logs,
+               "LemmaFetchRequestsWellFormed": lemma_fetch_requests_well_formed,
+               "LemmaPendingAlterPartition": lemma_pending_alter_partition,
+               "LemmaAcceptedAlterPartition": lemma_accepted_alter_partition})
