@@ -1300,6 +1300,11 @@ def lemma_no_election_before_a_fault(s):
         else:
             out += [s[f"rle{b}"] == 0, s[f"role{b}"] == NO_ROLE]
     out += [z3.Not(p) for kind in (REG_REQ, REG_RESP) for p, _ in _msgs(s, kind)]
+    out += [z3.Implies(p, z3.And(m[0] == 1, _set(m[1], n + 1) & Iv == Iv)) for p, m in _msgs(s, AP_REQ)]
+    out.append(z3.Implies(s["papq1"], _set(s["papq1_1"], n + 1) & Iv == Iv))
+    # the only record the leader may not know yet is the one its pending AlterPartition produced
+    out.append(z3.Or(s["C_pe"] == s["rpe1"], z3.And(s["C_pe"] == s["rpe1"] + 1, s["pape1"] == s["C_pe"], s["papq1"],
+                                                   s["C_I"] == _set(s["papq1_1"], n + 1))))
     faults = s["cs"] + s["us"] + s["fb"] + s["ls"] + s["ra"]
     return z3.Implies(faults == 0, z3.And(*out))
 
@@ -1384,6 +1389,11 @@ def lemma_pending_alter_partition(s):
     for b in range(1, n + 1):
         req = [s[f"papq{b}_{k}"] for k in range(w)]
         pending = s[f"pape{b}"] > s[f"rpe{b}"]
+        out.append(z3.Implies(pending, s[f"papq{b}"]))
+        one = lambda x: z3.If(x, z3.BitVecVal(1, W), z3.BitVecVal(0, W))  # noqa: E731
+        copies = z3.Sum([one(z3.And(p, _eq(m, req))) for p, m in _msgs(s, AP_REQ)] +
+                        [one(z3.And(p, m[0] == b, _eq(m[7:], req))) for p, m in _msgs(s, AP_RESP)])
+        out.append(z3.Implies(z3.And(s[f"papq{b}"], pending), copies == 1))
         out.append(z3.Implies(z3.And(s[f"papq{b}"], pending),
                               z3.And(req[0] == b, s[f"pape{b}"] == req[4 + n] + 1,
                                      _set(req[1], n + 1) & ~s[f"rX{b}"] == 0,
@@ -1412,6 +1422,27 @@ def lemma_accepted_alter_partition(s):
     return z3.And(*out)
 
 
+def lemma_partition_epochs(s):
+    """Partition epochs order the controller's changes: each record of the metadata log has a higher one
+    than the record before (the controller adds one per change), so the controller's is the highest, and
+    no replica, pending request or AlterPartition message holds one above it (they copy records' epochs);
+    a leader's metadata is a record of the log (it copies a record, or an accepted AlterPartition response,
+    which carries one)."""
+    n, rel = s["n"], s["rel"]
+    out = []
+    for i in range(1, rel.Mb):
+        out.append(z3.Implies(i + 1 <= s["clen"], rel.record(s, i)["pe"] < rel.record(s, i + 1)["pe"]))
+    for b in range(1, n + 1):
+        out += [s[f"rpe{b}"] <= s["C_pe"], s[f"pape{b}"] <= s["C_pe"] + 1]
+        mine = [s[f"r{f}{b}"] for f in ("R", "I", "L", "le", "pe")]
+        out.append(z3.Implies(s[f"role{b}"] == LEADER, z3.Or(*[
+            z3.And(i <= s["clen"], _eq(mine, [rel.record(s, i)[f] for f in ("R", "I", "L", "le", "pe")]))
+            for i in range(1, rel.Mb + 1)])))
+    out += [z3.Implies(p, m[4 + n] <= s["C_pe"]) for p, m in _msgs(s, AP_REQ)]
+    out += [z3.Implies(p, z3.And(m[6] <= s["C_pe"], m[7 + 4 + n] <= s["C_pe"])) for p, m in _msgs(s, AP_RESP)]
+    return z3.And(*out)
+
+
 LEMMAS.update({"LemmaBudgets": lemma_budgets, "LemmaControllerIsLastRecord": lemma_controller_is_last_record,
                "LemmaLeaderInIsr": lemma_leader_in_isr, "LemmaNoElectionBeforeAFault": lemma_no_election_before_a_fault,
                "LemmaLogRecords": lemma_log_records, "LemmaFetcherAtLogEnd": lemma_fetcher_at_log_end,
@@ -1419,4 +1450,5 @@ LEMMAS.update({"LemmaBudgets": lemma_budgets, "LemmaControllerIsLastRecord": lem
                "LemmaFetchOffsetsWithinLogs": lemma_fetch_offsets_within_logs,
                "LemmaFetchRequestsWellFormed": lemma_fetch_requests_well_formed,
                "LemmaPendingAlterPartition": lemma_pending_alter_partition,
-               "LemmaAcceptedAlterPartition": lemma_accepted_alter_partition})
+               "LemmaAcceptedAlterPartition": lemma_accepted_alter_partition,
+               "LemmaPartitionEpochs": lemma_partition_epochs})
