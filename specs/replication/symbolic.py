@@ -1305,6 +1305,17 @@ def lemma_no_election_before_a_fault(s):
     # the only record the leader may not know yet is the one its pending AlterPartition produced
     out.append(z3.Or(s["C_pe"] == s["rpe1"], z3.And(s["C_pe"] == s["rpe1"] + 1, s["pape1"] == s["C_pe"], s["papq1"],
                                                    s["C_I"] == _set(s["papq1_1"], n + 1))))
+    # its pending AlterPartition is accepted exactly when the controller is one change ahead of it
+    accepted = s["C_pe"] == s["rpe1"] + 1
+    w = rel.msg_width(AP_REQ, n)
+    req1 = [s[f"papq1_{k}"] for k in range(w)]
+    pending = z3.And(s["papq1"], s["pape1"] > s["rpe1"])
+    out += [z3.Implies(z3.And(p, pending, _eq(m, req1)), z3.Not(accepted)) for p, m in _msgs(s, AP_REQ)]
+    out += [z3.Implies(z3.And(p, pending, m[0] == 1, _eq(m[7:], req1)), (m[1] == NO_ERROR) == accepted)
+            for p, m in _msgs(s, AP_RESP)]
+    # one leader epoch: nothing diverges, and every fetch response answers in it
+    out += [z3.Implies(p, z3.And(m[5] == 0, m[3] == 1)) for p, m in _msgs(s, FETCH_RESP)]
+    out += [z3.Implies(p, m[3] == 1) for p, m in _msgs(s, FETCH_REQ)]
     faults = s["cs"] + s["us"] + s["fb"] + s["ls"] + s["ra"]
     return z3.Implies(faults == 0, z3.And(*out))
 
@@ -1322,7 +1333,8 @@ def lemma_log_records(s):
         for i in range(1, V + 1):
             out.append(z3.Implies(i < s[f"leo{b}"], good(s[f"lep{b}_{i}"], s[f"lval{b}_{i}"])))
     for p, m in _msgs(s, FETCH_RESP):
-        out.append(z3.Implies(z3.And(p, m[9] == 1), good(m[10], m[12])))
+        out.append(z3.Implies(z3.And(p, m[9] == 1), z3.And(good(m[10], m[12]), m[11] == m[4])))
+        out.append(z3.Implies(p, m[8] <= s["thwm"]))  # the HWM a leader had
     out.append(s["acked"] & ~s["sent"] == 0)
     return z3.And(*out)
 
@@ -1374,9 +1386,10 @@ def lemma_fetch_offsets_within_logs(s):
 
 
 def lemma_fetch_requests_well_formed(s):
-    """A fetch request asks from offset 1 at least: its offset is its sender's fetcher's, which starts at
-    an empty log's end (1) and only moves to log ends."""
-    return z3.And(*[z3.Implies(p, m[4] >= 1) for p, m in _msgs(s, FETCH_REQ)])
+    """A fetch request asks from offset 1 at least (its offset is its sender's fetcher's, which starts at
+    an empty log's end, 1, and only moves to log ends), in a leader epoch the controller has reached, naming
+    as its last fetched epoch that of a record in its sender's log (at most the controller's leader epoch)."""
+    return z3.And(*[z3.Implies(p, z3.And(m[4] >= 1, m[3] <= s["C_le"], m[5] <= s["C_le"])) for p, m in _msgs(s, FETCH_REQ)])
 
 
 def lemma_pending_alter_partition(s):
@@ -1390,6 +1403,16 @@ def lemma_pending_alter_partition(s):
         req = [s[f"papq{b}_{k}"] for k in range(w)]
         pending = s[f"pape{b}"] > s[f"rpe{b}"]
         out.append(z3.Implies(pending, s[f"papq{b}"]))
+        out.append(z3.Implies(s[f"papq{b}"], s[f"role{b}"] == LEADER))
+        # until b first shuts down (which forgets its pending request, in flight or not): every request of b
+        # in flight, or answered in flight, is from a partition epoch b has reached; one from the epoch it is
+        # at is its pending one
+        for p, m in _msgs(s, AP_REQ):
+            out.append(z3.Implies(z3.And(p, m[0] == b, s["cs"] + s["us"] == 0), z3.And(m[4 + n] <= s[f"rpe{b}"], z3.Implies(
+                m[4 + n] == s[f"rpe{b}"], z3.And(s[f"papq{b}"], pending, _eq(m, req))))))
+        for p, m in _msgs(s, AP_RESP):
+            out.append(z3.Implies(z3.And(p, m[0] == b, s["cs"] + s["us"] == 0), z3.And(m[7 + 4 + n] <= s[f"rpe{b}"], z3.Implies(
+                m[7 + 4 + n] == s[f"rpe{b}"], z3.And(s[f"papq{b}"], pending, _eq(m[7:], req))))))
         one = lambda x: z3.If(x, z3.BitVecVal(1, W), z3.BitVecVal(0, W))  # noqa: E731
         copies = z3.Sum([one(z3.And(p, _eq(m, req))) for p, m in _msgs(s, AP_REQ)] +
                         [one(z3.And(p, m[0] == b, _eq(m[7:], req))) for p, m in _msgs(s, AP_RESP)])
