@@ -1316,6 +1316,17 @@ def lemma_no_election_before_a_fault(s):
     # one leader epoch: nothing diverges, and every fetch response answers in it
     out += [z3.Implies(p, z3.And(m[5] == 0, m[3] == 1)) for p, m in _msgs(s, FETCH_RESP)]
     out += [z3.Implies(p, m[3] == 1) for p, m in _msgs(s, FETCH_REQ)]
+    out += [s[f"leo{b}"] <= s["leo1"] for b in range(2, n + 1)]  # only the leader writes; followers copy
+    # a follower's log does not change while its fetch is in flight; the leader answers from its own log
+    logs = {b: rel._log(s, b) for b in range(1, n + 1)}
+    for p, m in _msgs(s, FETCH_REQ):
+        out += [z3.Implies(z3.And(p, m[0] == c), z3.And(m[4] == s[f"leo{c}"], m[5] == rel._last_epoch(logs[c], s[f"leo{c}"])))
+                for c in range(1, n + 1)]
+    for p, m in _msgs(s, FETCH_RESP):
+        out += [z3.Implies(z3.And(p, m[1] == c), m[4] == s[f"leo{c}"]) for c in range(1, n + 1)]
+        out.append(z3.Implies(p, z3.And(m[9] <= 1, z3.Implies(m[9] == 1, z3.And(
+            m[4] < s["leo1"], m[10] == _select(m[4], [e for e, _ in logs[1]], z3.BitVecVal(0, W)),
+            m[12] == _select(m[4], [v for _, v in logs[1]], z3.BitVecVal(0, W))))))) 
     faults = s["cs"] + s["us"] + s["fb"] + s["ls"] + s["ra"]
     return z3.Implies(faults == 0, z3.And(*out))
 
