@@ -1317,6 +1317,7 @@ def lemma_no_election_before_a_fault(s):
     out += [z3.Implies(p, z3.And(m[5] == 0, m[3] == 1)) for p, m in _msgs(s, FETCH_RESP)]
     out += [z3.Implies(p, m[3] == 1) for p, m in _msgs(s, FETCH_REQ)]
     out += [s[f"leo{b}"] <= s["leo1"] for b in range(2, n + 1)]  # only the leader writes; followers copy
+    out += [z3.Not(s[f"f{b}_{c}_p"]) for b in range(1, n + 1) for c in range(1, n + 1) if b == 1 or c != 1]
     # a follower's log does not change while its fetch is in flight; the leader answers from its own log
     logs = {b: rel._log(s, b) for b in range(1, n + 1)}
     for p, m in _msgs(s, FETCH_REQ):
