@@ -45,12 +45,6 @@ LIMIT = 1000
 RECORD = ("R", "I", "L", "le", "pe", "A", "M", "E", "K")  # a PartitionChange: the sets, leader id and epochs
 SETS = {"R", "I", "A", "M", "E", "K"}
 CODE = ("pe", "le", "L", "R", "I", "A", "M", "E", "K")  # a record's code: these fields, most significant first
-# What the gate and the nightly run of this relation (each within minutes; BMC of the whole relation to BFS's
-# 11 steps at p1 times out: docs/models/replication.md, "BMC"): the properties whose proof closes, and where. p1's
-# states hold at most two messages of a type and two metadata records, so p1 with those bounds is the same
-# model (it stops with an error past them) over a relation a third the size.
-CI_PLAN = {"prove": ("p1", ["MetadataLogMatchingProperty", "MinIsrRecoveryQuorum", "LemmaFetchBetweenTwoBrokers"]),
-           "settings": ["message_bound=2", "metadata_log_bound=3"], "bmc": None}
 COUNTERS = ("cs", "us", "fb", "ls", "ra")  # aux_ctrs: clean, unclean shutdowns, fences, shrinks, reassignments
 KINDS = (REG_REQ, REG_RESP, AP_REQ, AP_RESP, FETCH_REQ, FETCH_RESP)
 
@@ -1229,20 +1223,6 @@ def lemma_fetch_between_two_brokers(s):
                     for kind in (FETCH_REQ, FETCH_RESP) for p, xs in rel.slots(s, kind)])
 
 
-LEMMAS = {"LemmaHwmWithinLog": lemma_hwm_within_log, "LemmaHwmWithinTrueHwm": lemma_hwm_within_true_hwm,
-          "LemmaFetchBetweenTwoBrokers": lemma_fetch_between_two_brokers}
-
-PROPERTIES = {"LeaderCompletenessProperty": leader_completeness,
-              "LeaderCandidateCompletenessProperty": leader_candidate_completeness,
-              "ReplicationQuorumSupersetProperty": replication_quorum_superset,
-              "LogMatchingProperty": log_matching,
-              "MetadataLogMatchingProperty": metadata_log_matching,
-              "MinIsrRecoveryQuorum": min_isr_recovery_quorum}
-
-
-
-# ---- candidate lemmas (work in progress)
-
 def _msgs(s, kind):
     return s["rel"].slots(s, kind)
 
@@ -1278,9 +1258,18 @@ def lemma_leader_in_isr(s):
 def lemma_no_election_before_a_fault(s):
     """Until the first fault (every `aux_ctrs` counter still 0: no shutdown, fencing, ISR shrink or
     reassignment) the controller never elects: it changes the leader only when the leader leaves the ISR or
-    the partition is leaderless, and only a fault causes either. So Init's leader (broker 1) leads in leader
-    epoch 1 in every metadata record and in every replica's metadata, every broker runs, registered under
-    Init's epoch and incarnation, and no registration is in flight."""
+    the partition is leaderless, and only a fault causes either. So, before a fault:
+    * Init's leader (broker 1) leads in leader epoch 1 in the controller's state, in every metadata record
+      and in every replica's metadata; the replicas are Init's, the ISR only grows (the leader's
+      AlterPartition requests only add caught-up followers: shrinking one is a fault), and there is no
+      reassignment or ELR; every broker runs, registered under Init's epoch and incarnation, and no
+      registration is in flight; the true HWM is the leader's HWM (only it advances one);
+    * the controller is at most one change ahead of the leader: the record of its pending AlterPartition,
+      which is then accepted (its response, if in flight, carries no error) and not otherwise;
+    * one leader epoch means nothing diverges: the followers fetch only from the leader, their logs are
+      prefixes of the leader's (only it writes), a fetch request carries its sender's log end and last
+      epoch (the log does not change while the fetch is in flight), and a fetch response carries the
+      leader's record at the follower's log end."""
     cfg, n, rel = s["cfg"], s["n"], s["rel"]
     R = sum(bit(b) for b in range(1, cfg.init_replication_factor + 1))
     Rv = z3.BitVecVal(R, n + 1)
@@ -1334,7 +1323,8 @@ def lemma_no_election_before_a_fault(s):
 
 def lemma_log_records(s):
     """Every record in a log or in a fetch response was written by a leader: its value was sent (1..values,
-    each once) and its epoch is a leader epoch the controller has reached (1..C_le)."""
+    each once) and its epoch is a leader epoch the controller has reached (1..C_le); a response's record is
+    at the offset fetched, and its HWM one a leader had (at most the true HWM); acknowledged values were sent."""
     cfg, n, V = s["cfg"], s["n"], s["cfg"].values
     out = []
 
@@ -1381,8 +1371,12 @@ def lemma_one_fetch_in_flight(s):
 
 
 def lemma_fetch_offsets_within_logs(s):
-    """A fetch request's offset is at most its sender's log end, and a leader's record of a follower's log
-    end at most that log end."""
+    """Until an unclean shutdown (which empties a log): a fetch request's offset is at most its sender's log
+    end (a follower's log only grows between its fetches: it truncates only on a response, with none in
+    flight), a leader's record of a follower's log end (`pleo`, taken from a fetch request) is at most that
+    log end, and every running member of a leader's Maximal ISR has a log reaching the leader's HWM (the
+    leader commits only up to its followers' recorded log ends, and proposes a follower for the ISR only once
+    that reaches the HWM)."""
     n = s["n"]
     out = []
     for p, m in _msgs(s, FETCH_REQ):
@@ -1405,9 +1399,14 @@ def lemma_fetch_requests_well_formed(s):
 
 
 def lemma_pending_alter_partition(s):
-    """A leader's pending AlterPartition request is the one it sent, proposing a subset of its Maximal ISR
-    (which it set to the proposal joined with its ISR), at the partition epoch it had then; and a request the
-    controller would accept (at its current partition epoch) is its sender's pending one."""
+    """A pending AlterPartition request (partition epoch `pape` above the replica's) is kept by a leader and
+    is the one it sent: at the partition epoch it had then, proposing a subset of its Maximal ISR (which it
+    set to the proposal joined with its ISR), in flight once, as the request or its response (a leader sends
+    only when nothing is pending; the controller replaces the request by its response; the response, or
+    metadata at the request's epoch or later, ends the wait); a request the controller would accept (at its
+    current partition epoch) is its sender's pending one. Until a broker first shuts down (which forgets the
+    pending request while it is in flight), a request or response of b in flight is from a partition epoch b
+    has reached, and one from the epoch b is at is its pending one."""
     n, rel = s["n"], s["rel"]
     w = rel.msg_width(AP_REQ, n)
     out = []
@@ -1478,12 +1477,26 @@ def lemma_partition_epochs(s):
     return z3.And(*out)
 
 
-LEMMAS.update({"LemmaBudgets": lemma_budgets, "LemmaControllerIsLastRecord": lemma_controller_is_last_record,
-               "LemmaLeaderInIsr": lemma_leader_in_isr, "LemmaNoElectionBeforeAFault": lemma_no_election_before_a_fault,
-               "LemmaLogRecords": lemma_log_records, "LemmaFetcherAtLogEnd": lemma_fetcher_at_log_end,
-               "LemmaOneFetchInFlight": lemma_one_fetch_in_flight,
-               "LemmaFetchOffsetsWithinLogs": lemma_fetch_offsets_within_logs,
-               "LemmaFetchRequestsWellFormed": lemma_fetch_requests_well_formed,
-               "LemmaPendingAlterPartition": lemma_pending_alter_partition,
-               "LemmaAcceptedAlterPartition": lemma_accepted_alter_partition,
-               "LemmaPartitionEpochs": lemma_partition_epochs})
+LEMMAS = {  # (docs/models/replication.md, "What prove closes", says why each holds and which CTIs it removes)
+    "LemmaHwmWithinLog": lemma_hwm_within_log, "LemmaHwmWithinTrueHwm": lemma_hwm_within_true_hwm,
+    "LemmaFetchBetweenTwoBrokers": lemma_fetch_between_two_brokers, "LemmaBudgets": lemma_budgets,
+    "LemmaControllerIsLastRecord": lemma_controller_is_last_record, "LemmaPartitionEpochs": lemma_partition_epochs,
+    "LemmaLeaderInIsr": lemma_leader_in_isr, "LemmaNoElectionBeforeAFault": lemma_no_election_before_a_fault,
+    "LemmaLogRecords": lemma_log_records, "LemmaFetchRequestsWellFormed": lemma_fetch_requests_well_formed,
+    "LemmaFetcherAtLogEnd": lemma_fetcher_at_log_end, "LemmaOneFetchInFlight": lemma_one_fetch_in_flight,
+    "LemmaFetchOffsetsWithinLogs": lemma_fetch_offsets_within_logs,
+    "LemmaPendingAlterPartition": lemma_pending_alter_partition,
+    "LemmaAcceptedAlterPartition": lemma_accepted_alter_partition}
+
+PROPERTIES = {"LeaderCompletenessProperty": leader_completeness,
+              "LeaderCandidateCompletenessProperty": leader_candidate_completeness,
+              "ReplicationQuorumSupersetProperty": replication_quorum_superset,
+              "LogMatchingProperty": log_matching,
+              "MetadataLogMatchingProperty": metadata_log_matching,
+              "MinIsrRecoveryQuorum": min_isr_recovery_quorum}
+
+# What the gate and the nightly run of this relation (each within minutes; BMC of the whole relation to BFS's
+# 11 steps at p1 times out: docs/models/replication.md, "BMC"): the properties whose proof closes, and where. p1's
+# states hold at most two messages of a type and two metadata records, so p1 with those bounds is the same
+# model (it stops with an error past them) over a relation a third the size. `prove` without --config runs it.
+CI_PLAN = {"prove": ("p1", [*PROPERTIES, *LEMMAS]), "settings": ["message_bound=2", "metadata_log_bound=3"], "bmc": None}
