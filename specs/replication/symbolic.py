@@ -1342,16 +1342,18 @@ def lemma_log_records(s):
 
 
 def lemma_fetcher_at_log_end(s):
-    """A follower's fetcher for a partition it fetches (added) holds its log end and last epoch: it is set
-    from the log whenever the log changes (append, truncation, a fresh fetcher), and only a follower with a
-    fetcher changes its log that way."""
+    """An added fetcher holds its broker's log end and last epoch (it is set from the log whenever the log
+    changes: append, truncation, a fresh fetcher; only a follower with a fetcher changes its log that way),
+    points at another broker, is not a leader's (becoming leader removes them), and a follower's points at
+    its leader (Init gives every other broker, replica or not, a fetcher towards broker 1)."""
     n, rel = s["n"], s["rel"]
     out = []
     for b in range(1, n + 1):
         last = rel._last_epoch(rel._log(s, b), s[f"leo{b}"])
         for c in range(1, n + 1):
             out.append(z3.Implies(s[f"f{b}_{c}_a"], z3.And(s[f"f{b}_{c}_o"] == s[f"leo{b}"], s[f"f{b}_{c}_e"] == last,
-                                                           s[f"role{b}"] == FOLLOWER, s[f"rL{b}"] == c, c != b)))
+                                                           s[f"role{b}"] != LEADER, c != b,
+                                                           z3.Implies(s[f"role{b}"] == FOLLOWER, s[f"rL{b}"] == c))))
     return z3.And(*out)
 
 
@@ -1371,7 +1373,8 @@ def lemma_one_fetch_in_flight(s):
 
 
 def lemma_fetch_offsets_within_logs(s):
-    """Until an unclean shutdown (which empties a log): a fetch request's offset is at most its sender's log
+    """Until an unclean shutdown or a reassignment (which empty a log: a data loss, a removed replica's
+    deletion): a fetch request's offset is at most its sender's log
     end (a follower's log only grows between its fetches: it truncates only on a response, with none in
     flight), a leader's record of a follower's log end (`pleo`, taken from a fetch request) is at most that
     log end, and every running member of a leader's Maximal ISR has a log reaching the leader's HWM (the
@@ -1388,7 +1391,7 @@ def lemma_fetch_offsets_within_logs(s):
     for b in range(1, n + 1):
         for c in range(1, n + 1):
             out.append(z3.Implies(s[f"role{b}"] == LEADER, s[f"pleo{b}_{c}"] <= s[f"leo{c}"]))
-    return z3.Implies(s["us"] == 0, z3.And(*out))
+    return z3.Implies(s["us"] + s["ra"] == 0, z3.And(*out))
 
 
 def lemma_fetch_requests_well_formed(s):
@@ -1404,9 +1407,7 @@ def lemma_pending_alter_partition(s):
     set to the proposal joined with its ISR), in flight once, as the request or its response (a leader sends
     only when nothing is pending; the controller replaces the request by its response; the response, or
     metadata at the request's epoch or later, ends the wait); a request the controller would accept (at its
-    current partition epoch) is its sender's pending one. Until a broker first shuts down (which forgets the
-    pending request while it is in flight), a request or response of b in flight is from a partition epoch b
-    has reached, and one from the epoch b is at is its pending one."""
+    current partition epoch) is its sender's pending one."""
     n, rel = s["n"], s["rel"]
     w = rel.msg_width(AP_REQ, n)
     out = []
@@ -1415,15 +1416,6 @@ def lemma_pending_alter_partition(s):
         pending = s[f"pape{b}"] > s[f"rpe{b}"]
         out.append(z3.Implies(pending, s[f"papq{b}"]))
         out.append(z3.Implies(s[f"papq{b}"], s[f"role{b}"] == LEADER))
-        # until b first shuts down (which forgets its pending request, in flight or not): every request of b
-        # in flight, or answered in flight, is from a partition epoch b has reached; one from the epoch it is
-        # at is its pending one
-        for p, m in _msgs(s, AP_REQ):
-            out.append(z3.Implies(z3.And(p, m[0] == b, s["cs"] + s["us"] == 0), z3.And(m[4 + n] <= s[f"rpe{b}"], z3.Implies(
-                m[4 + n] == s[f"rpe{b}"], z3.And(s[f"papq{b}"], pending, _eq(m, req))))))
-        for p, m in _msgs(s, AP_RESP):
-            out.append(z3.Implies(z3.And(p, m[0] == b, s["cs"] + s["us"] == 0), z3.And(m[7 + 4 + n] <= s[f"rpe{b}"], z3.Implies(
-                m[7 + 4 + n] == s[f"rpe{b}"], z3.And(s[f"papq{b}"], pending, _eq(m[7:], req))))))
         one = lambda x: z3.If(x, z3.BitVecVal(1, W), z3.BitVecVal(0, W))  # noqa: E731
         copies = z3.Sum([one(z3.And(p, _eq(m, req))) for p, m in _msgs(s, AP_REQ)] +
                         [one(z3.And(p, m[0] == b, _eq(m[7:], req))) for p, m in _msgs(s, AP_RESP)])
@@ -1435,6 +1427,27 @@ def lemma_pending_alter_partition(s):
         for p, m in _msgs(s, AP_REQ):
             out.append(z3.Implies(z3.And(p, m[0] == b, m[4 + n] == s["C_pe"]), z3.And(s[f"papq{b}"], pending, _eq(m, req))))
     return z3.And(*out)
+
+
+def lemma_alter_partition_in_flight(s):
+    """Until a shutdown or a reassignment (a broker shutting down forgets its pending request, and a replica
+    a reassignment removes its metadata, while the request or response may still be in flight): an
+    AlterPartition request of b, or the response to one, in flight is from a partition epoch b has reached
+    (b sends at its own epoch, which only grows), and one from the epoch b is at is its pending one (b sends
+    only when nothing is pending, and its epoch moves on when the wait ends)."""
+    n, rel = s["n"], s["rel"]
+    w = rel.msg_width(AP_REQ, n)
+    out = []
+    for b in range(1, n + 1):
+        req = [s[f"papq{b}_{k}"] for k in range(w)]
+        mine = z3.And(s[f"papq{b}"], s[f"pape{b}"] > s[f"rpe{b}"])
+        for p, m in _msgs(s, AP_REQ):
+            out.append(z3.Implies(z3.And(p, m[0] == b), z3.And(m[4 + n] <= s[f"rpe{b}"], z3.Implies(
+                m[4 + n] == s[f"rpe{b}"], z3.And(mine, _eq(m, req))))))
+        for p, m in _msgs(s, AP_RESP):
+            out.append(z3.Implies(z3.And(p, m[0] == b), z3.And(m[7 + 4 + n] <= s[f"rpe{b}"], z3.Implies(
+                m[7 + 4 + n] == s[f"rpe{b}"], z3.And(mine, _eq(m[7:], req))))))
+    return z3.Implies(s["cs"] + s["us"] + s["ra"] == 0, z3.And(*out))
 
 
 def lemma_accepted_alter_partition(s):
@@ -1485,7 +1498,7 @@ LEMMAS = {  # (docs/models/replication.md, "What prove closes", says why each ho
     "LemmaLogRecords": lemma_log_records, "LemmaFetchRequestsWellFormed": lemma_fetch_requests_well_formed,
     "LemmaFetcherAtLogEnd": lemma_fetcher_at_log_end, "LemmaOneFetchInFlight": lemma_one_fetch_in_flight,
     "LemmaFetchOffsetsWithinLogs": lemma_fetch_offsets_within_logs,
-    "LemmaPendingAlterPartition": lemma_pending_alter_partition,
+    "LemmaPendingAlterPartition": lemma_pending_alter_partition, "LemmaAlterPartitionInFlight": lemma_alter_partition_in_flight,
     "LemmaAcceptedAlterPartition": lemma_accepted_alter_partition}
 
 PROPERTIES = {"LeaderCompletenessProperty": leader_completeness,
