@@ -174,5 +174,5 @@ def test_bmc_runs_over_the_relation_from_the_configs_initial_state():
 
 def test_prove_below_the_configs_broker_count_is_refused(cli):
     """The relation is sized by the config: `--brokers` below its broker count would prove nothing."""
-    code, out, err = cli("prove", "replication", "--brokers", "2")
+    code, out, err = cli("prove", "replication", "--config", "p1", "--brokers", "2")
     assert code == 2 and err.strip().count("\n") == 0 and "broker_count (3)" in err, (out, err)
