@@ -1326,7 +1326,7 @@ def lemma_log_records(s):
     """Every record in a log or in a fetch response was written by a leader: its value was sent (1..values,
     each once) and its epoch is a leader epoch the controller has reached (1..C_le); a response's record is
     at the offset fetched, and its HWM one a leader had (at most the true HWM); acknowledged values were sent."""
-    cfg, n, V = s["cfg"], s["n"], s["cfg"].values
+    n, V = s["n"], s["cfg"].values
     out = []
 
     def good(ep, val):
