@@ -570,6 +570,14 @@ def prove_cmd(spec_name, preset, settings, variants, mutation, properties, broke
     from harness.registry import load_spec
 
     spec = load_spec(spec_name)
+    plan = getattr(spec.symbolic, "CI_PLAN", None)
+    if preset is None and not settings and plan is not None:
+        # a relation sized by its config (replication): without --config, the config and bounds whose proof
+        # closes (CI_PLAN), not the default preset at its default bounds (the same model over a relation
+        # several times larger, whose queries can reach the solver timeout)
+        preset, settings = plan["prove"][0], tuple(plan.get("settings", ()))
+        err.print(f"prove: no --config: {spec_name}'s proof plan, --config {preset} "
+                  + " ".join(f"--set {s}" for s in settings))
     model = spec.bind(spec.config(preset, settings, variants, mutation))
     check_writable_dir(out_dir, "--out")
     result = z3prove.prove(model, list(properties) or None, brokers, depth)
