@@ -1397,8 +1397,8 @@ def lemma_no_election_before_a_fault(s):
     for p, m in _msgs(s, FETCH_RESP):
         out += [z3.Implies(z3.And(p, m[1] == c), m[4] == s[f"leo{c}"]) for c in range(1, n + 1)]
         out.append(z3.Implies(p, z3.And(m[9] <= 1, z3.Implies(m[9] == 1, z3.And(
-            m[4] < s["leo1"], m[10] == _select(m[4], [e for e, _ in logs[1]], z3.BitVecVal(0, W)),
-            m[12] == _select(m[4], [v for _, v in logs[1]], z3.BitVecVal(0, W))))))) 
+            m[4] < s["leo1"], m[10] == _select(m[4], [e for e, _ in logs[1]], z3.BitVecVal(0, s["rel"].W)),
+            m[12] == _select(m[4], [v for _, v in logs[1]], z3.BitVecVal(0, s["rel"].W))))))) 
     faults = s["cs"] + s["us"] + s["fb"] + s["ls"] + s["ra"]
     return z3.Implies(faults == 0, z3.And(*out))
 
@@ -1447,10 +1447,10 @@ def lemma_one_fetch_in_flight(s):
     out = []
     for c in range(1, n + 1):
         for b in range(1, n + 1):
-            one = lambda x: z3.If(x, z3.BitVecVal(1, W), z3.BitVecVal(0, W))  # noqa: E731
+            one = lambda x: z3.If(x, z3.BitVecVal(1, s["rel"].W), z3.BitVecVal(0, s["rel"].W))  # noqa: E731
             count = z3.Sum([one(z3.And(p, m[0] == c, m[1] == b)) for p, m in _msgs(s, FETCH_REQ)] +
                            [one(z3.And(p, m[0] == b, m[1] == c)) for p, m in _msgs(s, FETCH_RESP)])
-            out.append(count == z3.If(s[f"f{c}_{b}_p"], z3.BitVecVal(1, W), z3.BitVecVal(0, W)))
+            out.append(count == z3.If(s[f"f{c}_{b}_p"], z3.BitVecVal(1, s["rel"].W), z3.BitVecVal(0, s["rel"].W)))
     return z3.And(*out)
 
 
@@ -1498,7 +1498,7 @@ def lemma_pending_alter_partition(s):
         pending = s[f"pape{b}"] > s[f"rpe{b}"]
         out.append(z3.Implies(pending, s[f"papq{b}"]))
         out.append(z3.Implies(s[f"papq{b}"], s[f"role{b}"] == LEADER))
-        one = lambda x: z3.If(x, z3.BitVecVal(1, W), z3.BitVecVal(0, W))  # noqa: E731
+        one = lambda x: z3.If(x, z3.BitVecVal(1, s["rel"].W), z3.BitVecVal(0, s["rel"].W))  # noqa: E731
         copies = z3.Sum([one(z3.And(p, _eq(m, req))) for p, m in _msgs(s, AP_REQ)] +
                         [one(z3.And(p, m[0] == b, _eq(m[7:], req))) for p, m in _msgs(s, AP_RESP)])
         out.append(z3.Implies(z3.And(s[f"papq{b}"], pending), copies == 1))
@@ -1590,8 +1590,9 @@ PROPERTIES = {"LeaderCompletenessProperty": leader_completeness,
               "MetadataLogMatchingProperty": metadata_log_matching,
               "MinIsrRecoveryQuorum": min_isr_recovery_quorum}
 
-# What the gate and the nightly run of this relation (each within minutes; BMC of the whole relation to BFS's
-# 11 steps at p1 times out: docs/models/replication.md, "BMC"): the properties whose proof closes, and where. p1's
-# states hold at most two messages of a type and two metadata records, so p1 with those bounds is the same
-# model (it stops with an error past them) over a relation a third the size. `prove` without --config runs it.
-CI_PLAN = {"prove": ("p1", [*PROPERTIES, *LEMMAS]), "settings": ["message_bound=2", "metadata_log_bound=3"], "bmc": None}
+# What the gate and the nightly run of this relation: the properties and lemmas whose proof closes, and where
+# (p1's states hold at most two messages of a type and two metadata records, so p1 with those bounds is the same
+# model, which stops with an error past them, over a relation a third the size; `prove` without --config runs
+# it); and the mutation whose BFS trace the nightly's BMC must find at the same length (docs/models/replication.md).
+CI_PLAN = {"prove": ("p1", [*PROPERTIES, *LEMMAS]), "settings": ["message_bound=2", "metadata_log_bound=3"],
+           "bmc": ("p1", "isr_join_below_hwm", 11)}  # the nightly: BMC finds this mutation at BFS's length
