@@ -101,7 +101,7 @@ def test_z3_properties_agree_with_python_on_reached_states(preset, mutation, lim
 
 
 @pytest.mark.parametrize("preset,settings,limit", [
-    ("p1", (), 150), pytest.param("p1", tuple(SPEC.symbolic.CI_PLAN["settings"]), 100_000, marks=NIGHTLY),
+    ("p1", (), 60), pytest.param("p1", tuple(SPEC.symbolic.CI_PLAN["settings"]), 100_000, marks=NIGHTLY),
     pytest.param("fence", (), 150, marks=NIGHTLY), pytest.param("restart_faults", (), 150, marks=NIGHTLY),
     pytest.param("kip966", (), 150, marks=NIGHTLY), pytest.param("p3", (), 150, marks=NIGHTLY)])
 def test_the_lemmas_hold_where_the_model_goes(preset, settings, limit):
@@ -174,7 +174,7 @@ def test_bmc_widens_its_cut_relation_where_the_model_needs_room():
     assert result.stats["widenings"] == 1 and result.stats["relation"]["message_slots"] == 2, result.stats
 
 
-@pytest.mark.parametrize("preset,limit", [("p1", 150), pytest.param("fence", 150, marks=NIGHTLY)])
+@pytest.mark.parametrize("preset,limit", [("p1", 80), pytest.param("fence", 150, marks=NIGHTLY)])
 def test_every_model_step_is_a_step_of_the_cut_relation_or_flagged_by_it(preset, limit):
     """BMC's sound cut: a model step between states that fit the cut relation is one of its steps; a step
     into a state that does not fit (a third metadata record, a second message of a type) is a step of the
@@ -197,7 +197,7 @@ def test_every_model_step_is_a_step_of_the_cut_relation_or_flagged_by_it(preset,
         solver.add(fixed(step, pairs), *([] if fits else [rel.saturated(t_)]))
         assert solver.check() == z3.sat, (rule, fits, {f: (before[f], after[f]) for f in before if before[f] != after[f]})
         kinds["fits" if fits else "flagged"] += 1
-    assert kinds["fits"] > 50 and kinds["flagged"] > 5, kinds
+    assert kinds["fits"] > 20 and kinds["flagged"] > 5, kinds
 
 
 @NIGHTLY
