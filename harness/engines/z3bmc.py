@@ -119,24 +119,32 @@ def initial_constraint(model: Model, sym):
     return lambda s: z3.Or(*[equals(s, p) for p in projections])
 
 
+def _follower(sym, cfg, abstract: list[dict]):
+    """index_of(state, i): where a model state reached at abstract index i stands on `abstract` (i again: a
+    step keeping the projection; i + 1: the next abstract state), or None off it. i = -1 asks about an
+    initial state."""
+    key_of = [tuple(sorted(a.items())) for a in abstract]
+    k = len(abstract) - 1
+
+    def index_of(state, i):
+        p = tuple(sorted(sym.project(cfg, state).items()))
+        if i >= 0 and p == key_of[i]:
+            return i
+        return i + 1 if i < k and p == key_of[i + 1] else None
+    return index_of
+
+
 def concretize(model: Model, sym, abstract: list[dict], properties: list[str], max_states: int,
                max_length: int | None = None):
     """Shortest model run (of at most `max_length` steps) whose projection follows `abstract` and
     that ends violating one of `properties`. Returns (violation or None, furthest abstract index
     reached, states explored)."""
     cfg, k = model.config, len(abstract) - 1
-    key_of = [tuple(sorted(a.items())) for a in abstract]
-
-    def index_of(state, i):
-        p = tuple(sorted(sym.project(cfg, state).items()))
-        if p == key_of[i]:
-            return i
-        return i + 1 if i < k and p == key_of[i + 1] else None
-
+    index_of = _follower(sym, cfg, abstract)
     parent: dict = {}
     frontier = []
     for s in model.init_states():
-        if tuple(sorted(sym.project(cfg, s).items())) == key_of[0]:
+        if index_of(s, -1) == 0:
             parent[(s, 0)] = None
             frontier.append((s, 0))
     reached, length = 0, 0
@@ -168,8 +176,8 @@ def outgrows(model: Model, sym, abstract: list[dict], max_states: int) -> bool:
     """Whether a model run following `abstract` (as `concretize` follows it) has a step to a state the
     relation cannot hold (`sym.fits`): the relation must grow, rather than the run be spurious."""
     cfg, k = model.config, len(abstract) - 1
-    key_of = [tuple(sorted(a.items())) for a in abstract]
-    seen = {s: 0 for s in model.init_states() if tuple(sorted(sym.project(cfg, s).items())) == key_of[0]}
+    index_of = _follower(sym, cfg, abstract)
+    seen = {s: 0 for s in model.init_states() if index_of(s, -1) == 0}
     frontier = list(seen.items())
     while frontier and len(seen) < max_states:
         nxt = []
@@ -177,8 +185,7 @@ def outgrows(model: Model, sym, abstract: list[dict], max_states: int) -> bool:
             for _, t in model.successors(state):
                 if i == k and not sym.fits(cfg, t):
                     return True
-                p = tuple(sorted(sym.project(cfg, t).items()))
-                j = i if p == key_of[i] else i + 1 if i < k and p == key_of[i + 1] else None
+                j = index_of(t, i)
                 if j is not None and t not in seen:
                     seen[t] = j
                     nxt.append((t, j))
