@@ -21,10 +21,11 @@ The budgets (`aux_ctrs`) are kept, as kip642's are: the faults a config allows a
 Each rule mirrors one rule of the model under the same name (`specs/replication/*.py`);
 tests/test_replication_z3.py checks that every step of the model is a step of the relation.
 
-The module is kept whole (about 1,500 lines: the 18 rules of the TLA+ `Next` at about 50 lines each, then
-the properties and the sixteen strengthening lemmas that make them inductive at p1, about 270): its rules are
+The module is kept whole (about 1,600 lines: the 18 rules of the TLA+ `Next` at about 50 lines each, then
+the properties and the sixteen strengthening lemmas that make them inductive at p1, about 370): its rules are
 the methods of one `Relation`, sized by the config, beside the shared functions they call (as the model's
-`logic` is beside its rules), and the package layout has one module for the Z3 form.
+`logic` is beside its rules), and every protocol package has the same layout, with one module for the Z3 form
+(tests/test_spec_api.py), as the other four keep their properties and lemmas beside their relation.
 """
 
 from __future__ import annotations
