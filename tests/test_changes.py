@@ -18,7 +18,7 @@ from harness.replay import diff_states
 from harness.registry import load_spec
 from harness.result import Violation
 from harness.trace import Outcome, read_trace, write_trace
-from tests.test_presentation import COUNTEREXAMPLES, harness
+from tests.test_presentation import COUNTEREXAMPLES, each_trace, harness
 
 KIND = Enum("LeaderAndIsr", "StopReplica")
 
@@ -95,7 +95,7 @@ def test_counted_says_one_step():
 WHOLE_LIST_PAIR = re.compile(r"^\s+\S+: \[.*\] -> \[.*\]$")
 
 
-@pytest.mark.parametrize("path", COUNTEREXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", each_trace(), ids=lambda p: p.name)
 def test_show_never_prints_a_long_list_whole_before_and_after(path):
     p = harness("show", path, columns=100)
     assert p.returncode == 0, p.stderr
@@ -103,7 +103,8 @@ def test_show_never_prints_a_long_list_whole_before_and_after(path):
     assert walls == []
 
 
-@pytest.mark.parametrize("path", [p for p in COUNTEREXAMPLES if p.name.split("-")[0] in ("zk", "replication", "kip642")],
+@pytest.mark.parametrize("path", each_trace([p for p in COUNTEREXAMPLES
+                                              if p.name.split("-")[0] in ("zk", "replication", "kip642")]),
                          ids=lambda p: p.name)
 def test_show_spells_booleans_as_users_type_them(path):
     p = harness("show", path, "--full")

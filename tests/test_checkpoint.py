@@ -507,6 +507,13 @@ def test_any_number_of_tasks_gives_the_same_search(tmp_path, name, preset, mutat
     for tasks in (1, 2, 3, 5):
         totals, ended = run_tasks(model, tmp_path / f"ck{tasks}", tasks, keep_going=True)
         seen[tasks] = (totals["states_per_depth"], totals["gen_by_action"], totals["violations"], ended["stopped_by"])
+        # What the tasks wrote for one another, per level: nothing for one task (no files); otherwise at least
+        # each new state's candidate row (fingerprint, tie, parent: 8 bytes each, action: 4).
+        per_depth = totals["states_per_depth"] + [0]  # the last level expanded finds nothing new
+        assert [level for level, _ in ended["exchanged"]] == list(range(len(per_depth) - 1))
+        for level, sent in ended["exchanged"]:
+            new = per_depth[level + 1]
+            assert (sent == 0) if tasks == 1 else (sent >= 28 * new and (sent > 0 or new == 0)), (tasks, level, sent)
     assert seen[2] == seen[1] and seen[3] == seen[1] and seen[5] == seen[1]
     b = bfs.explore(model, keep_going=True)
     assert seen[1][0] == b.stats["states_per_depth"] and seen[1][3] is None

@@ -100,6 +100,7 @@ def test_the_nightly_runs_the_checkpoint_editing_fuzzer_and_reports_its_counts(t
     assert counts["edits_refused"] > counts["edited"] / 2  # most edits are caught, not harmless
 
 
+@pytest.mark.nightly  # the fixture's three nights (about 20 s): with the nightly's own tests, not make test's
 def test_the_report_in_chromium_shows_matrix_links_plots_and_the_trend(reports, tmp_path):
     _, (_, _, quiet), (_, _, broken) = reports
     with browser() as pw:

@@ -54,7 +54,7 @@ def simulated(cfg, limit: int, rules=None) -> dict:
 # Every rule of the relation: the parity configs (p3: a reassignment), fencing, restarts with both shutdowns,
 # and kip966's (data-loss shutdown, fencing, the ELR).
 # make test checks p1; the nightly every config (between them every rule).
-CONFIGS = [("p1", 100), pytest.param("p3", 120, marks=NIGHTLY), pytest.param("fence", 120, marks=NIGHTLY),
+CONFIGS = [("p1", 60), pytest.param("p3", 120, marks=NIGHTLY), pytest.param("fence", 120, marks=NIGHTLY),
            pytest.param("restart_faults", 120, marks=NIGHTLY), pytest.param("kip966", 120, marks=NIGHTLY)]
 
 
@@ -73,7 +73,7 @@ def test_every_mutated_step_is_a_step_of_the_mutated_relation(mutation):
     assert checked.get(m.rule, 0) > 0, checked
 
 
-@pytest.mark.parametrize("preset,mutation,limit", [("p1", None, 100), ("p1", "isr_join_below_hwm", 100),
+@pytest.mark.parametrize("preset,mutation,limit", [("p1", None, 60), ("p1", "isr_join_below_hwm", 60),
                                                    pytest.param("kip966", None, 150, marks=NIGHTLY),
                                                    pytest.param("fence", None, 150, marks=NIGHTLY)])
 def test_z3_properties_agree_with_python_on_reached_states(preset, mutation, limit):

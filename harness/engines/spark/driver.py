@@ -240,6 +240,8 @@ def explore(model: Model, *, master: str | None = "local[*]", partitions: int | 
                         "spark_level_seconds": round(session.get("level_seconds", 0.0), 2),
                         "warm_up_seconds": round(session.get("warm_seconds", 0.0), 2),
                         "task_seconds": totals.get("task_seconds"), "task_expanded": totals.get("task_expanded"),
+                        # per level run by Spark tasks: [level, bytes the tasks wrote for one another]
+                        "exchanged_bytes_per_level": session.get("exchanged", []),
                         "states_per_second": round(totals["distinct"] / elapsed) if elapsed else None}
         result.record_coverage(model.rule_names, model.action_rule, totals["gen_by_action"], totals["new_by_action"])
         return result
@@ -295,6 +297,7 @@ def _spark_jobs(sc, store: ck.Checkpoint, job: dict, level: int, tasks: int, dea
         if interrupt.received() != before:
             interrupt.reraise()
         if "result" in outcome:
+            session.setdefault("exchanged", []).extend(outcome["result"].get("exchanged", []))
             saved = store.open(resume=True)  # verifies what the job committed, removes what it left mid-level
             return saved["level"], saved["totals"], outcome["result"]["stopped_by"], tasks
         _wait_for_killed_tasks(sc)

@@ -73,6 +73,7 @@ class Exchange:
         self.job, self.task, self.tasks = job, task, tasks
         self.store = _store(job)
         self._inbox: dict = {}  # one task: the exchange without files
+        self.sent = 0  # bytes (Arrow buffers) this task wrote for other tasks since `take_sent`
 
     def _name(self, name: str) -> str:
         """A file's name: its place (part-t, from-s-to-t) and the token of the job attempt writing it."""
@@ -83,6 +84,12 @@ class Exchange:
             self._inbox[kind] = table
         else:
             ck.write_table(self.store, self.job["id"], kind, level, self._name(name), table)
+            if kind in ck.TRANSIENT:
+                self.sent += table.nbytes
+
+    def take_sent(self) -> int:
+        sent, self.sent = self.sent, 0
+        return sent
 
     def _read(self, kind: str, level: int, name: str) -> pa.Table:
         if self.tasks == 1 and kind in ck.TRANSIENT:

@@ -63,6 +63,7 @@ class LevelWorker(Exchange):
         super().__init__(job, task, tasks)
         self.model = _model(job)
         self.visited = FingerprintTable()
+        self.exchanged: list[list[int]] = []  # [level, bytes all tasks wrote for one another] per level run
         self.frontier: list[tuple[int, tuple]] = []  # (fingerprint, state) of the depth being expanded
         # The level being expanded: every successor found, the position of its parent in the frontier held,
         # and the candidates (per fingerprint, the first successor with the smallest (tie, parent, action)).
@@ -300,8 +301,10 @@ def run_levels(worker: LevelWorker, level: int, totals: dict, *, commit, stop_fl
         report.update(worker.collect(level))
         for step, seconds in (("expand", t1 - t0), ("decide", t2 - t1), ("collect", clock() - t2)):
             worker.seconds[step] += seconds
-        report.update(seconds=worker.seconds, expanded=worker.expanded, due=time.monotonic() - worker.last_save >= every, stop=stop_flag())
+        report.update(seconds=worker.seconds, expanded=worker.expanded, due=time.monotonic() - worker.last_save >= every,
+                      stop=stop_flag(), sent=worker.take_sent())
         reports = worker.gather(level, report)
+        worker.exchanged.append([level, sum(r["sent"] for r in reports)])
         worker.rebalance(level, [r["held"] for r in reports])
         merge(totals, level, reports, counter)
         level += 1
@@ -357,4 +360,4 @@ def run_task(job: dict, task: int, start_level: int) -> dict:
                                 keep_going=job["keep_going"], counter="spark_levels", every=job["checkpoint_every"],
                                 stop_flag=lambda: "time-limit" if deadline is not None and time.time() >= deadline else None,
                                 on_level=progress)
-    return {"level": level, "stopped_by": stopped}
+    return {"level": level, "stopped_by": stopped, "exchanged": worker.exchanged}
