@@ -53,6 +53,16 @@ PRESETS = {
     "nightly": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
                 [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 2, "max_config_changes": 1,
                 **WAIT_FOR_TARGET},
+    # `nightly` with a third broker failure (19,372,846 states, depth 39): the scaling runs of the Spark engine
+    # (bench/spark_scaling.py, docs/PERFORMANCE.md), a search past 10^7 states that one process exhausts in minutes.
+    "scale": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
+              [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 3, "max_config_changes": 1,
+              **WAIT_FOR_TARGET},
+    # `nightly` with four broker failures: every broker but one may fail during the batches, each may recover.
+    # A search of about 10^8 states for the disk frontier (docs/PERFORMANCE.md, "BFS frontier on disk").
+    "huge": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
+             [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 4, "max_config_changes": 1,
+             **WAIT_FOR_TARGET},
 }
 
 # KIP-435 as written, and the readings of it that are unsafe: each fails at the preset of its name.

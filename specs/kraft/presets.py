@@ -53,6 +53,10 @@ PRESETS = {
               "max_unclean_shutdowns": 1, "max_shrinks": 1},
     "nightly": {"brokers": 4, "replicas": [1, 2, 3], "isr": [1, 2, 3], "targets": [[1, 2, 4], [3, 4]],
                 "max_records": 2, "max_unclean_shutdowns": 1, "max_shrinks": 1},
+    # `faults` with a permanent failure too, on a cluster of four brokers (the fourth outside the move, yet it
+    # can be fenced, shut down or lost): every kind of fault the model has, once each, on the move [1,2] -> [2,3].
+    # A search of about 10^8 states for the disk frontier (docs/PERFORMANCE.md, "BFS frontier on disk").
+    "huge": {"brokers": 4, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_permanent_failures": 1},
 }
 
 EXPECTED = {
