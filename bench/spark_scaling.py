@@ -5,8 +5,9 @@ search with one worker and with two, alternately (1, 2, 2, 1, ... : PAIRS pairs 
 `python -m harness check --engine spark` process timed from outside, with a fresh checkpoint directory. A
 worker is added before a two-worker run and killed after it, so the cluster has exactly the workers a run
 names. Reported per run: wall time, the search's seconds, levels run by Spark's tasks and by the driver,
-the bytes the tasks exchanged per level (their largest level and the total), and the checkpoint's size on
-disk at the end; per pair the ratio of the two walls. Results go to stdout and bench/results/spark_scaling.json.
+the bytes the tasks exchanged per level (their largest level and the total), the largest resident set of a
+PySpark Python process (sampled each second) and the checkpoint's size on disk at the end; per pair the
+ratio of the two walls. Results go to stdout and bench/results/spark_scaling.json.
 The case must have at least 10^7 states to say anything about scaling (smaller ones are the driver's).
 
     python bench/spark_scaling.py [SPEC PRESET] [--pairs N]
@@ -20,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,12 +37,39 @@ def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def python_task_rss() -> int:
+    """The largest resident set of a PySpark Python process (a task's, or the daemon forking them), in bytes."""
+    largest = 0
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"python" not in Path(argv[0].decode()).name.encode() or not any(a.startswith(b"pyspark.") for a in argv):
+                continue  # not `python -m pyspark.daemon` (the JVMs name pyspark's jars on their class path)
+            rss = next(line for line in (proc / "status").read_text().splitlines() if line.startswith("VmRSS:"))
+            largest = max(largest, int(rss.split()[1]) * 1024)
+        except (OSError, StopIteration, ValueError):
+            continue
+    return largest
+
+
 def run(spec: str, preset: str, master: str, work: Path, name: str) -> dict:
     ck = work / f"ck-{name}"
     args = [sys.executable, "-m", "harness", "check", spec, "--config", preset, "--engine", "spark",
             "--master", master, "--checkpoint", str(ck), "--json", "--quiet", "--out", str(work / "traces")]
     started = time.monotonic()
-    p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    child = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = [0]
+
+    def sample() -> None:  # once a second: cheap beside a search of minutes
+        while child.poll() is None:
+            peak[0] = max(peak[0], python_task_rss())
+            time.sleep(1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = child.communicate()
+    sampler.join()
+    p = subprocess.CompletedProcess(args, child.returncode, out, err)
     wall = round(time.monotonic() - started, 2)
     if p.returncode not in (0, 1):
         return {"error": (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1], "wall": wall}
@@ -51,7 +80,8 @@ def run(spec: str, preset: str, master: str, work: Path, name: str) -> dict:
             "session_start_seconds": s.get("session_start_seconds"),
             "exchanged_bytes_total": sum(per_level), "exchanged_bytes_max_level": max(per_level, default=0),
             "exchanged_bytes_per_level": s.get("exchanged_bytes_per_level", []),
-            "checkpoint_bytes": folder_bytes(ck), "states_per_depth": s["states_per_depth"]}
+            "checkpoint_bytes": folder_bytes(ck), "python_task_peak_rss_bytes": peak[0],
+            "states_per_depth": s["states_per_depth"]}
 
 
 def main() -> None:
