@@ -58,8 +58,8 @@ PRESETS = {
     "scale": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
               [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 3, "max_config_changes": 1,
               **WAIT_FOR_TARGET},
-    # `nightly` with four broker failures: every broker but one may fail during the batches, each may recover.
-    # A search of about 10^8 states for the disk frontier (docs/PERFORMANCE.md, "BFS frontier on disk").
+    # `nightly` with four broker failures: every broker but one may fail during the batches, each may recover
+    # (141,771,334 states, depth 44): BFS with its frontier on disk (docs/PERFORMANCE.md, "BFS frontier on disk").
     "huge": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
              [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 4, "max_config_changes": 1,
              **WAIT_FOR_TARGET},
