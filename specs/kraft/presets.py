@@ -55,7 +55,7 @@ PRESETS = {
                 "max_records": 2, "max_unclean_shutdowns": 1, "max_shrinks": 1},
     # `faults` with a permanent failure too, on a cluster of four brokers (the fourth outside the move, yet it
     # can be fenced, shut down or lost): every kind of fault the model has, once each, on the move [1,2] -> [2,3].
-    # About 1.2 x 10^8 states by its first levels (not yet exhausted): for BFS with its frontier on disk
+    # Likely past 10^8 states by its first levels (not yet exhausted): for BFS with its frontier on disk
     # (docs/PERFORMANCE.md, "BFS frontier on disk").
     "huge": {"brokers": 4, "max_unclean_shutdowns": 1, "max_shrinks": 1, "max_permanent_failures": 1},
 }
