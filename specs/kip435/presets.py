@@ -5,6 +5,10 @@ protocol (`EXPECTED`: the corpus commits each one's shortest trace)."""
 # default (KIP-435's own step list) loses records on most of them, which would hide what they check.
 WAIT_FOR_TARGET = {"wait": "target"}
 
+# `nightly`'s config, which the scale runs' `scale` and `huge` extend with more broker failures.
+NIGHTLY = {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3], [1, 2, 3]],
+           "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 2, "max_config_changes": 1, **WAIT_FOR_TARGET}
+
 PRESETS = {
     # One partition (1,2) -> (3,2): no leader movement, one step.
     "tiny": {"brokers": 3, "replicas": [[1, 2]], "targets": [[3, 2]], "r": 1},
@@ -50,19 +54,13 @@ PRESETS = {
     "liveness": {"brokers": 4, "replicas": [[1, 2], [2, 3]], "targets": [[3, 4], [3, 4]], "r": 1, "p": 2, "l": 1,
                  "max_failures": 1, "max_config_changes": 1},
     # Three partitions of three replicas, two broker failures, a change of R/P/L (1,324,169 states, depth 33).
-    "nightly": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
-                [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 2, "max_config_changes": 1,
-                **WAIT_FOR_TARGET},
+    "nightly": NIGHTLY,
     # `nightly` with a third broker failure (19,372,846 states, depth 39): the scaling runs of the Spark engine
     # (bench/spark_scaling.py, docs/PERFORMANCE.md), a search past 10^7 states that one process exhausts in minutes.
-    "scale": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
-              [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 3, "max_config_changes": 1,
-              **WAIT_FOR_TARGET},
+    "scale": {**NIGHTLY, "max_failures": 3},
     # `nightly` with four broker failures: every broker but one may fail during the batches, each may recover
     # (141,771,334 states, depth 44): BFS with its frontier on disk (docs/PERFORMANCE.md, "BFS frontier on disk").
-    "huge": {"brokers": 5, "replicas": [[1, 2, 3], [2, 3, 4], [3, 4, 5]], "targets": [[4, 5, 1], [1, 5, 3],
-             [1, 2, 3]], "r": 1, "p": 2, "l": 1, "min_isr": 2, "max_failures": 4, "max_config_changes": 1,
-             **WAIT_FOR_TARGET},
+    "huge": {**NIGHTLY, "max_failures": 4},
 }
 
 # KIP-435 as written, and the readings of it that are unsafe: each fails at the preset of its name.
