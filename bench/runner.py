@@ -35,9 +35,13 @@ def measure(run: Callable[[], dict], repeats: int) -> tuple[dict, list[dict]]:
 
 def environment() -> dict:
     """What the numbers were measured on. The interpreter's build moves them: pyenv's default CPython
-    runs these searches about 12% slower than Debian's (docs/ARCHITECTURE.md, "The interpreter")."""
+    runs these searches about 12% slower than Debian's (docs/ARCHITECTURE.md, "The interpreter"); so does
+    the compiled build of the hot modules ("A compiled hot path": how many of them load compiled)."""
+    from harness import compiled
+
     return {"python": platform.python_version(), "interpreter": os.path.realpath(sys.executable),
-            "compiler": platform.python_compiler(), "machine": platform.machine(), "cpus": os.cpu_count()}
+            "compiler": platform.python_compiler(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "compiled_modules": len(compiled.fresh_modules()) if compiled.active() else 0}
 
 
 RESULTS = Path(__file__).parent / "results"
@@ -89,7 +93,10 @@ def compare(before: dict[str, Figure], now: dict[str, Figure], slower_by: float 
 
 
 def report(before: dict[str, Figure], now: dict[str, Figure]) -> None:
-    print("against the recorded figures (bench/results/):")
+    then = (recorded("environment.json") or {}).get("compiled_modules", 0)
+    here = environment()["compiled_modules"]
+    print("against the recorded figures (bench/results/)"
+          + (f", measured with {then} compiled modules, now {here}: not the same build" if then != here else "") + ":")
     for line in compare(before, now):
         print("  " + line)
 

@@ -22,12 +22,11 @@ symmetry reduction a Model applies (harness/symmetry.py does the permuting) repl
 
 from __future__ import annotations
 
+import ast
 import dataclasses
-import dis
 import itertools
 import keyword
 import sys
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,9 +174,12 @@ class Property:
     doc: str
 
 
+REPOSITORY = Path(sys.modules["harness"].__file__).resolve().parents[1]  # not this module's: it may be compiled
+
+
 def repository_path(filename: str) -> str:
     """A source file's path as a reader of the repository finds it: relative to its root when inside it."""
-    root = Path(__file__).resolve().parents[1]
+    root = REPOSITORY
     try:
         return Path(filename).resolve().relative_to(root).as_posix()
     except ValueError:
@@ -270,7 +272,9 @@ class Spec:
         if prop not in self.liveness or preset not in self.presets:
             raise ValueError(f"unknown liveness property {prop!r} or preset {preset!r}")
         self.expected_liveness[(preset, prop)] = why
-        caller = sys._getframe(1)
+        caller = sys._getframe(0)
+        while caller.f_globals.get("__name__") == __name__:  # compiled, this method has no frame of its own
+            caller = caller.f_back
         self.expected_sources[(preset, prop)] = f"{repository_path(caller.f_code.co_filename)}:{caller.f_lineno}"
 
     def declared_failure(self, cfg, kind: str, prop: str | None) -> dict | None:
@@ -481,16 +485,19 @@ class Spec:
         return Model(self, cfg, symmetry=symmetry)
 
 
-def _code_objects(module) -> Iterable[types.CodeType]:
-    """Every code object defined in a module's functions and classes, nested ones included."""
-    functions = [getattr(v, "__wrapped__", v) for v in vars(module).values()]  # memoized helpers too
-    stack = [f.__code__ for f in functions if isinstance(f, types.FunctionType) and f.__module__ == module.__name__]
-    stack += [f.__code__ for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__
-              for f in vars(c).values() if isinstance(f, types.FunctionType)]
-    while stack:
-        code = stack.pop()
-        yield code
-        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+def _mutation_flags_read(module) -> Iterable[tuple[str, int]]:
+    """Every `<x>.mutated.<name>` in a module's source, with its line. The source, not the bytecode: a
+    module may run compiled (harness/compiled.py)."""
+    path = Path(getattr(module, "__file__", "") or "")
+    if path.suffix != ".py":
+        path = REPOSITORY.joinpath(*module.__name__.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    if not path.is_file():
+        return
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and (isinstance(node.value, ast.Attribute) and node.value.attr == "mutated"
+                                                or isinstance(node.value, ast.Name) and node.value.id == "mutated"):
+            yield node.attr, node.lineno
 
 
 def check_declarations(spec: Spec, modules: Iterable) -> None:
@@ -503,15 +510,10 @@ def check_declarations(spec: Spec, modules: Iterable) -> None:
             raise BadInput(f"spec {spec.name!r}: mutation {m.name!r} names rule {m.rule!r} and preset {m.caught_at!r}; "
                            f"one of them does not exist")
     for module in modules:
-        for code in _code_objects(module):
-            previous = None
-            for ins in dis.get_instructions(code):
-                if previous is not None and previous.argval == "mutated" and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") \
-                        and ins.argval not in spec.mutations and not ins.argval.startswith("_"):
-                    line = ins.positions.lineno if ins.positions else code.co_firstlineno
-                    raise BadInput(f"spec {spec.name!r}: {module.__name__} line {line} tests mutation {ins.argval!r}, "
-                                   f"which is not declared (declared: {', '.join(spec.mutations) or 'none'})")
-                previous = ins if ins.argval == "mutated" and ins.opname.startswith("LOAD_") else None
+        for name, line in _mutation_flags_read(module):
+            if name not in spec.mutations and not name.startswith("_"):
+                raise BadInput(f"spec {spec.name!r}: {module.__name__} line {line} tests mutation {name!r}, "
+                               f"which is not declared (declared: {', '.join(spec.mutations) or 'none'})")
 
 
 def variant_of(spec: Spec, cfg: Config) -> dict:
