@@ -36,8 +36,9 @@ BUILD = ROOT / ".compiled" / sys.implementation.cache_tag
 MANIFEST = BUILD / "manifest.json"
 FORMAT = 1
 
-# The harness's part of the loop; every spec package's modules but those named above; the invariants.
-HARNESS_HOT = ("harness.speed", "harness.model", "harness.engines.bfs")
+# The harness's part of the loop (BFS and a Spark task); every spec package's modules but those named
+# above; the invariants.
+HARNESS_HOT = ("harness.speed", "harness.model", "harness.engines.bfs", "harness.engines.spark.worker")
 SPEC_COLD = {"__init__", "presets", "symbolic", "conform"}
 
 

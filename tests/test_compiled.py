@@ -48,7 +48,7 @@ def test_a_damaged_or_foreign_manifest_is_no_build(tmp_path, manifest):
 
 def test_the_hot_modules_are_every_spec_packages_loop_and_the_harness_search():
     names = compiled.hot_modules()
-    assert names[:3] == ["harness.speed", "harness.model", "harness.engines.bfs"]
+    assert names[:4] == ["harness.speed", "harness.model", "harness.engines.bfs", "harness.engines.spark.worker"]
     for package in ("kraft", "zk", "kip435", "kip642", "replication"):
         ours = {n.rsplit(".", 1)[1] for n in names if n.startswith(f"specs.{package}.")}
         assert {"state", "logic", "speed"} <= ours and not ours & compiled.SPEC_COLD
