@@ -57,7 +57,7 @@ constraints:  ## re-pin constraints.txt to what .venv holds
 	$(PY) -m pip freeze --exclude-editable | grep -v '^kafka-reassignment-harness' > constraints.txt
 
 # The hot modules compiled by Cython (harness/compiled.py; docs/ARCHITECTURE.md, "A compiled hot path"): the
-# same sources, searches about 1.25x as fast. Optional: without a build (or with HARNESS_COMPILED=0) every
+# same sources, searches 1.25-1.33x as fast. Optional: without a build (or with HARNESS_COMPILED=0) every
 # module runs from source, and a module edited since the build runs from source until the next build.
 # It needs a C compiler and the interpreter's headers (Debian's python3-dev, installed here if missing).
 PYTHON_H := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h
@@ -66,7 +66,7 @@ $(PYTHON_H):
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y python3-dev || \
 	  { $(if $(filter 0,$(shell id -u)),,sudo) apt-get update && $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y python3-dev; }
 
-compiled: $(STAMP) $(PYTHON_H)  ## the hot modules compiled by Cython into .compiled/ (searches about 1.25x as fast)
+compiled: $(STAMP) $(PYTHON_H)  ## the hot modules compiled by Cython into .compiled/ (searches 1.25-1.33x as fast)
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,compiled]'
 	$(PY) -c 'import sys; from harness.compiled import build; sys.exit(build())'
 
