@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BUILD = ROOT / ".compiled" / sys.implementation.cache_tag
+BUILD = ROOT / ".compiled" / (sys.implementation.cache_tag or "no-cache-tag")
 MANIFEST = BUILD / "manifest.json"
 FORMAT = 1
 
@@ -85,9 +85,10 @@ class CompiledFinder(importlib.abc.MetaPathFinder):
         entry = self.modules.get(fullname)
         if entry is None:
             return None
-        binary = self.folder / entry["binary"]
+        binary = (self.folder / entry["binary"]).resolve()
         source = source_of(fullname)
-        if not binary.is_file() or not source.is_file() or digest(source) != entry["sha256"]:
+        inside = binary.is_relative_to(self.folder.resolve())  # a manifest names binaries of its own build only
+        if not inside or not binary.is_file() or not source.is_file() or digest(source) != entry["sha256"]:
             self.stale.append(fullname)
             return None
         self.loaded.append(fullname)

@@ -25,13 +25,20 @@ def test_a_build_is_found_only_while_its_source_is_the_one_compiled(tmp_path):
     fake_build(tmp_path, name, compiled.digest(compiled.source_of(name)))
     finder = compiled.CompiledFinder(compiled.read_manifest(tmp_path), tmp_path)
     spec = finder.find_spec(name)
-    assert spec is not None and spec.origin == str(tmp_path / "specs/replication/view.so")
+    assert spec is not None and spec.origin == str((tmp_path / "specs/replication/view.so").resolve())
     assert finder.find_spec("specs.replication.logic") is None  # not in this build: the normal import
     assert finder.loaded == [name] and finder.stale == []
 
     fake_build(tmp_path, name, "0" * 64)  # the source changed since the build
     finder = compiled.CompiledFinder(compiled.read_manifest(tmp_path), tmp_path)
     assert finder.find_spec(name) is None and finder.stale == [name]
+
+    outside = tmp_path.parent / f"{tmp_path.name}-elsewhere.so"
+    outside.write_bytes(b"a binary outside the build")
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": compiled.FORMAT, "modules": {name: {
+        "sha256": compiled.digest(compiled.source_of(name)), "binary": f"../{outside.name}"}}}))
+    finder = compiled.CompiledFinder(compiled.read_manifest(tmp_path), tmp_path)
+    assert finder.find_spec(name) is None and finder.stale == [name]  # never a binary outside the build
 
     fake_build(tmp_path, name, compiled.digest(compiled.source_of(name)))
     (tmp_path / "specs/replication/view.so").unlink()  # a manifest without its binary
