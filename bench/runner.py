@@ -41,7 +41,7 @@ def environment() -> dict:
 
     return {"python": platform.python_version(), "interpreter": os.path.realpath(sys.executable),
             "compiler": platform.python_compiler(), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "compiled_modules": len(compiled.fresh_modules()) if compiled.active() else 0}
+            "compiled_modules": len(compiled.sorted_out(active.folder).loaded) if (active := compiled.active()) else 0}
 
 
 RESULTS = Path(__file__).parent / "results"

@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / ".compiled" / (sys.implementation.cache_tag or "no-cache-tag")
-MANIFEST = BUILD / "manifest.json"
+MANIFEST = "manifest.json"  # in the build folder
 FORMAT = 1
 
 # The harness's part of the loop (BFS and a Spark task); every spec package's modules but those named
@@ -63,7 +63,7 @@ def read_manifest(folder: Path = BUILD) -> dict[str, dict]:
     """The built modules (name -> source hash and binary), or none when there is no usable build. A manifest
     that does not parse, or of another format, counts as no build: the sources run."""
     try:
-        data = json.loads((folder / MANIFEST.name).read_text())
+        data = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("modules"), dict):
@@ -151,27 +151,27 @@ def build(names: list[str] | None = None, into: Path = BUILD) -> int:
         print(f"sources changed during the build ({', '.join(changed)}): build again", file=sys.stderr)
         return 1
     modules = {n: {"sha256": hashes[n], "binary": binaries[n]} for n in names}
-    (into / MANIFEST.name).write_text(json.dumps({"format": FORMAT, "cython": Cython.__version__, "modules": modules},
+    (into / MANIFEST).write_text(json.dumps({"format": FORMAT, "cython": Cython.__version__, "modules": modules},
                                                  indent=1, sort_keys=True) + "\n")
     print(f"compiled {len(modules)} modules into {into}")
     return 0
 
 
-def fresh_modules(folder: Path = BUILD) -> list[str]:
-    """The modules of the build that would load compiled (their source unchanged since it)."""
-    modules = read_manifest(folder)
-    return [name for name in sorted(modules) if CompiledFinder(modules, folder).find_spec(name)]
+def sorted_out(folder: Path = BUILD) -> CompiledFinder:
+    """A finder that has decided on every module of the build: `loaded` (their source unchanged since it)
+    and `stale`."""
+    finder = CompiledFinder(read_manifest(folder), folder)
+    for name in sorted(finder.modules):
+        finder.find_spec(name)
+    return finder
 
 
 def status() -> int:
-    modules = read_manifest()
-    if not modules:
+    finder = sorted_out()
+    if not finder.modules:
         print("no compiled build (make compiled): every module runs from source")
         return 0
-    fresh = fresh_modules()
-    stale = sorted(set(modules) - set(fresh))
     off = " (HARNESS_COMPILED=0: none is used now)" if os.environ.get("HARNESS_COMPILED") == "0" else ""
-    print(f"{len(fresh)} modules load compiled{off}; {len(stale)} stale (their source changed since the build: "
-          f"they run from source){': ' + ', '.join(stale) if stale else ''}")
+    print(f"{len(finder.loaded)} modules load compiled{off}; {len(finder.stale)} stale (their source changed since "
+          f"the build: they run from source){': ' + ', '.join(finder.stale) if finder.stale else ''}")
     return 0
-

@@ -15,3 +15,17 @@ class LimitReached(Exception):
     and exits with code 3."""
 
     exit_code = 3
+
+
+def known_names(names, spec: str, width: int = 160) -> str:
+    """Names for a one-line error, cut to `width` characters with a pointer to the full list."""
+    names = list(names)
+    text = ", ".join(names) or "none"
+    if len(text) <= width:
+        return text
+    shown = []
+    for n in names:
+        if len(", ".join(shown + [n])) > width:
+            break
+        shown.append(n)
+    return f"{', '.join(shown)}, ... {len(names) - len(shown)} more: `python -m harness describe {spec}`"

@@ -15,14 +15,12 @@ spec module; they see init states, labelled successors, named invariants, finger
 ITF conversion.
 
 Configs (their fields, bounds, parsing and digest) are harness.config's; the names specs use are
-re-exported here. About 760 lines, kept whole: `Spec` and the `Model` it binds are one interface, the
-action table and the invariant groups a Model builds are read from the Spec's declarations, and the
-symmetry reduction a Model applies (harness/symmetry.py does the permuting) replaces the Model's own view.
+re-exported here. Checking a spec's declarations when it loads is harness.registry's, sharding by
+fingerprint the Spark exchange's, and the symmetry reduction's permuting harness/symmetry.py's.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import itertools
 import keyword
@@ -37,16 +35,13 @@ import msgpack
 from harness.config import (MAX_BUDGET, NO_MUTATION, Config, _check_value, _parse_text, _show, budget, config_digest,
                              config_to_dict, distinct_ids, ids, param, parse_setting, preset_of, range_text, variant,
                              without_defaults)
-from harness.errors import BadInput
+from harness.errors import BadInput, known_names
 from harness.itf import ItfType, Record, type_of_annotation
 
 # What specs and engines import from here; the config part is harness.config's.
-__all__ = ["MASK64", "MAX_BUDGET", "NO_MUTATION", "UNMUTATED", "Action", "Config", "Model", "Mutation", "Property", "Rule",
-           "Spec", "Violated", "budget", "check_declarations", "config_digest", "config_to_dict", "distinct_ids",
-           "fingerprint", "ids", "mix64", "param", "preset_of", "range_text", "variant", "variant_of", "without_defaults"]
-
-MASK64 = (1 << 64) - 1
-
+__all__ = ["MAX_BUDGET", "NO_MUTATION", "UNMUTATED", "Action", "Config", "Model", "Mutation", "Property", "Rule",
+           "Spec", "Violated", "budget", "config_digest", "config_to_dict", "distinct_ids",
+           "fingerprint", "ids", "param", "preset_of", "range_text", "variant", "variant_of", "without_defaults"]
 
 # What a search keeps under a view, of the states with one view that the first level reaching it holds:
 # "tie", the one with the smallest `Model.tie` (whatever the search order); "first", the first found in
@@ -62,18 +57,10 @@ def fingerprint(state: tuple) -> int:
     only ints and int hashing is not salted (unlike str and bytes). Two tuples of the same shape
     that differ in one item never collide (each round is a bijection of the accumulator). Ints
     must lie in [0, 2**61-2]: hash(-1) == hash(-2) and hash(int) is taken mod 2**61-1.
-    Engines that shard by fingerprint mix it first (see `owner`); a bijective mix cannot change
+    Engines that shard by fingerprint mix it first (the Spark exchange's `owner`); a bijective mix cannot change
     the collision probability, which is what the BFS estimate reports.
     """
     return hash(state)
-
-
-def mix64(h: int) -> int:
-    """SplitMix64 finaliser: spreads a fingerprint's entropy over all bits (for sharding)."""
-    h &= MASK64
-    h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & MASK64
-    return h ^ (h >> 31)
 
 
 class Action(NamedTuple):
@@ -96,8 +83,6 @@ class Action(NamedTuple):
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in params.values()):
             raise BadInput(f"malformed action parameters: {params!r}")
         return Action(obj["rule"], tuple(params.items()))
-
-
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,25 +164,10 @@ REPOSITORY = Path(sys.modules["harness"].__file__).resolve().parents[1]  # not t
 
 def repository_path(filename: str) -> str:
     """A source file's path as a reader of the repository finds it: relative to its root when inside it."""
-    root = REPOSITORY
     try:
-        return Path(filename).resolve().relative_to(root).as_posix()
+        return Path(filename).resolve().relative_to(REPOSITORY).as_posix()
     except ValueError:
         return filename
-
-
-def _known(names, spec: str, width: int = 160) -> str:
-    """Names for a one-line error, cut to `width` characters with a pointer to the full list."""
-    names = list(names)
-    text = ", ".join(names) or "none"
-    if len(text) <= width:
-        return text
-    shown = []
-    for n in names:
-        if len(", ".join(shown + [n])) > width:
-            break
-        shown.append(n)
-    return f"{', '.join(shown)}, ... {len(names) - len(shown)} more: `python -m harness describe {spec}`"
 
 
 @dataclass
@@ -431,19 +401,19 @@ class Spec:
         """Resolve a preset plus `key=value` overrides into a config; raise BadInput when wrong."""
         preset = preset or self.default_preset
         if preset not in self.presets:
-            raise BadInput(f"unknown config {_show(preset)} for spec {self.name!r} (known: {_known(self.presets, self.name)})")
+            raise BadInput(f"unknown config {_show(preset)} for spec {self.name!r} (known: {known_names(self.presets, self.name)})")
         values = dict(self.presets[preset])
         fields = self.config_fields
         for text in settings:
             key, raw = parse_setting(text)
             if key not in fields or key == "mutation":
                 raise BadInput(f"unknown config key {_show(key)} for spec {self.name!r} "
-                               f"(known: {_known([k for k in fields if k != 'mutation'], self.name)})")
+                               f"(known: {known_names([k for k in fields if k != 'mutation'], self.name)})")
             values[key] = _parse_text(key, raw, self._annotation(key), fields[key])
         for text in variants:
             key, raw = parse_setting(text) if "=" in text else self._variant_by_value(text)
             if key not in self.variants:
-                raise BadInput(f"unknown variant {_show(key)} for spec {self.name!r} (known: {_known(self.variants, self.name)})")
+                raise BadInput(f"unknown variant {_show(key)} for spec {self.name!r} (known: {known_names(self.variants, self.name)})")
             values[key] = _parse_text(key, raw, self._annotation(key)) if isinstance(raw, str) else raw
         if mutation is not None:
             values["mutation"] = mutation
@@ -472,7 +442,7 @@ class Spec:
                 raise BadInput(f"variant {key!r} must be one of {', '.join(map(str, choices))}, not {_show(checked[key])}")
         mutation = checked.get("mutation", NO_MUTATION)
         if mutation != NO_MUTATION and mutation not in self.mutations:
-            raise BadInput(f"unknown mutation {_show(mutation)} for spec {self.name!r} (known: {_known(self.mutations, self.name)})")
+            raise BadInput(f"unknown mutation {_show(mutation)} for spec {self.name!r} (known: {known_names(self.mutations, self.name)})")
         cfg = self.config_class(**checked)
         problem = getattr(cfg, "validate", lambda: None)()
         if problem:
@@ -483,37 +453,6 @@ class Spec:
 
     def bind(self, cfg: Config, symmetry: bool = False) -> "Model":
         return Model(self, cfg, symmetry=symmetry)
-
-
-def _mutation_flags_read(module) -> Iterable[tuple[str, int]]:
-    """Every `<x>.mutated.<name>` in a module's source, with its line. The source, not the bytecode: a
-    module may run compiled (harness/compiled.py)."""
-    path = Path(getattr(module, "__file__", "") or "")
-    if path.suffix != ".py":
-        path = REPOSITORY.joinpath(*module.__name__.split("."))
-        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-    if not path.is_file():
-        return
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Attribute) and (isinstance(node.value, ast.Attribute) and node.value.attr == "mutated"
-                                                or isinstance(node.value, ast.Name) and node.value.id == "mutated"):
-            yield node.attr, node.lineno
-
-
-def check_declarations(spec: Spec, modules: Iterable) -> None:
-    """When a spec loads: every mutation is declared against a rule and a preset that exist, and every
-    `<x>.mutated.<name>` in the spec's modules names a declared mutation (a typo must not compile into
-    a rule that silently never mutates)."""
-    rules, presets = {r.name for r in spec.rules}, set(spec.presets)
-    for m in spec.mutations.values():
-        if m.rule not in rules or m.caught_at not in presets:
-            raise BadInput(f"spec {spec.name!r}: mutation {m.name!r} names rule {m.rule!r} and preset {m.caught_at!r}; "
-                           f"one of them does not exist")
-    for module in modules:
-        for name, line in _mutation_flags_read(module):
-            if name not in spec.mutations and not name.startswith("_"):
-                raise BadInput(f"spec {spec.name!r}: {module.__name__} line {line} tests mutation {name!r}, "
-                               f"which is not declared (declared: {', '.join(spec.mutations) or 'none'})")
 
 
 def variant_of(spec: Spec, cfg: Config) -> dict:

@@ -33,7 +33,7 @@ def test_a_mistyped_mutation_in_a_rule_fails_when_the_spec_loads(tmp_path):
 
 
 def test_a_mutation_declared_against_a_missing_rule_or_preset_fails_to_load():
-    from harness.model import check_declarations
+    from harness.registry import check_declarations
 
     spec = load_spec("example")
     for rule, preset in (("advance_hwm_typo", "ci"), ("advance_hwm", "cii")):

@@ -13,14 +13,23 @@ import numpy as np
 import pyarrow as pa
 
 from harness import checkpoint as ck
-from harness.model import Model, mix64
+from harness.model import Model
 from harness.store import Store
 
 _FRONTIER_SCHEMA = pa.schema([("fp", pa.int64()), ("state", pa.binary())])
 _PARENT_SCHEMA = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32())])
 
 _STORES: dict[str, Store] = {}
+MASK64 = (1 << 64) - 1
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def mix64(h: int) -> int:
+    """SplitMix64 finaliser: spreads a fingerprint's entropy over all bits (for sharding)."""
+    h &= MASK64
+    h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & MASK64
+    return h ^ (h >> 31)
 
 
 def owners(fps: np.ndarray, tasks: int) -> np.ndarray:
