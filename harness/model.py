@@ -57,8 +57,8 @@ def fingerprint(state: tuple) -> int:
     only ints and int hashing is not salted (unlike str and bytes). Two tuples of the same shape
     that differ in one item never collide (each round is a bijection of the accumulator). Ints
     must lie in [0, 2**61-2]: hash(-1) == hash(-2) and hash(int) is taken mod 2**61-1.
-    Engines that shard by fingerprint mix it first (the Spark exchange's `owner`); a bijective mix cannot change
-    the collision probability, which is what the BFS estimate reports.
+    Engines that shard by fingerprint mix it first (the Spark exchange's `owner`); a bijective mix
+    cannot change the collision probability, which is what the BFS estimate reports.
     """
     return hash(state)
 
