@@ -635,7 +635,9 @@ def _interrupted(exc: Interrupted) -> None:
     done = f"partial: {_progress_line(p)}" if p else "no figures yet"
     hint = interrupt.hint()
     print(f"interrupted by {exc.name}: no verdict ({done})" + (f"; {hint}" if hint else ""), file=sys.stderr)
-    # Exit now: tearing down millions of states (or waiting on library threads) would take seconds.
+    # Exit now: tearing down millions of states (or waiting on library threads) would take seconds. The
+    # harness's work folders still go (the main thread may not have unwound to their owners).
+    interrupt.remove_owned_folders()
     with contextlib.suppress(BrokenPipeError):  # stdout's reader left too: the signal is still the reason
         sys.stdout.flush()
     sys.stderr.flush()

@@ -2,7 +2,8 @@
 
 A level is written in chunks of states, MessagePack files in a work folder this module creates (a fresh
 `harness-frontier-*` folder under the parent given, never one that existed) and removes at the end of the
-search, on an error and on an interrupt. A level being built keeps at most one chunk in memory, and one
+search, on an error and on an interrupt (also when the CLI's last resort ends a process whose main thread
+did not stop in time: `interrupt.own_folder`). A level being built keeps at most one chunk in memory, and one
 being expanded reads one chunk at a time and removes its file once read, so BFS holds the visited set plus a
 window of about two chunks; the budget sets the chunk's size from the memory of a decoded state (which
 shares nothing, unlike the states a level is built of: sizing on those let the chunks read back take twice
@@ -19,6 +20,7 @@ import tempfile
 
 import msgpack
 
+from harness import interrupt
 from harness.errors import BadInput
 from harness.itf import fast_decoder
 
@@ -49,6 +51,7 @@ class FrontierFiles:
         self.chunk: int | None = None  # states per chunk, a multiple of `batch`, set on the first SAMPLE states
         self.decode = fast_decoder(model.schema)
         self.folder = tempfile.mkdtemp(prefix="harness-frontier-", dir=parent)  # new, ours alone
+        interrupt.own_folder(self.folder)  # removed by the CLI's last resort too, if a signal ends the process
         self.files = 0
         self.spilled = 0  # states written, over the whole search
         self.bytes_written = 0
@@ -58,6 +61,7 @@ class FrontierFiles:
 
     def __exit__(self, *exc) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+        interrupt.forget_folder(self.folder)
 
     def level(self) -> "Level":
         return Level(self)
@@ -125,6 +129,9 @@ class Level:
         if isinstance(key, slice):  # reading the level in order, a batch at a time (never across a chunk)
             start, stop = key.start, min(key.stop, len(self))
             if start >= on_disk:
+                if self.chunks and self.chunks[-1] is not None:  # past the files: the last one is read
+                    os.remove(self.chunks[-1])
+                    self.chunks[-1] = None
                 return self.tail[start - on_disk:stop - on_disk]
             chunk = self.files.chunk
             index = start // chunk

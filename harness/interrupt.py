@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -45,6 +46,7 @@ _last_resort: Callable[[Interrupted], None] | None = None
 _hint: list[str] = []  # what the running engine would tell the user if stopped now
 _stopping = False  # set once the interrupt is being reported: later signals change nothing
 _timer: list[threading.Timer] = []
+_owned_folders: list[str] = []  # work folders made by the harness and not yet removed (`own_folder`)
 
 
 def _raise(signum: int, frame) -> None:
@@ -112,6 +114,24 @@ def stopping() -> None:
     """The interrupt is being reported: further signals only count."""
     global _stopping
     _stopping = True
+
+
+def own_folder(folder: str) -> None:
+    """A work folder the harness made and removes when its run ends; the last resort removes it too, since
+    it ends the process without unwinding the main thread (where the folder's owner would remove it)."""
+    _owned_folders.append(folder)
+
+
+def forget_folder(folder: str) -> None:
+    """Its owner removed it."""
+    with contextlib.suppress(ValueError):
+        _owned_folders.remove(folder)
+
+
+def remove_owned_folders() -> None:
+    """For the last resort, before it ends the process."""
+    for folder in list(_owned_folders):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def note(hint: str) -> None:

@@ -4,12 +4,15 @@ folder is its own, made fresh and removed at the end, on an error or an interrup
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
 from harness.engines import bfs
+from harness.frontier import FrontierFiles
 from harness.registry import load_spec
 from harness.replay import replay
 from harness.trace import read_trace, write_trace
@@ -83,3 +86,49 @@ def test_the_command_line(tmp_path):
                              capture_output=True, text=True)
     assert missing.returncode == 2 and missing.stderr.startswith("error: ") and len(missing.stderr.splitlines()) == 1
     assert not (tmp_path / "absent").exists()
+
+
+def test_a_level_read_in_order_leaves_no_file_behind(tmp_path):
+    """Each chunk's file goes once the level's reading is past it, the last one as well (it stayed until
+    the search ended: one chunk per level on disk)."""
+    spec = load_spec("kraft")
+    model = spec.bind(spec.config("tiny"))
+    with FrontierFiles(model, 1, str(tmp_path), batch=4) as files:
+        level = files.level()
+        states = list(model.init_states()) * 1030  # chunks are sized on the first 512 states: then 4 each
+        for s in states:
+            level.append(s)
+        assert files.chunk == 4 and level.on_disk == 1028 and len(os.listdir(files.folder)) == 257
+        read = [s for at in range(0, len(level), 4) for s in level[at:at + 4]]
+        assert read == states and os.listdir(files.folder) == []
+
+
+STUCK = """
+import hashlib, sys
+from harness import cli, interrupt
+from harness.frontier import FrontierFiles
+from harness.registry import load_spec
+spec = load_spec("kraft")
+model = spec.bind(spec.config("tiny"))
+interrupt.install(last_resort=cli._interrupted)
+with FrontierFiles(model, 1, sys.argv[1]) as files:
+    files.write(list(model.init_states()))
+    print(files.folder, flush=True)
+    hashlib.pbkdf2_hmac("sha256", b"key", b"salt", 10**9)  # a C call that never returns to the interpreter
+"""
+
+
+def test_the_last_resort_removes_the_folder_too(tmp_path):
+    """A signal whose exception never reaches the main thread (stuck in a C call) ends the process from the
+    interrupt watcher, which unwinds nothing: the work folder is removed there as well."""
+    run = subprocess.Popen([sys.executable, "-c", STUCK, str(tmp_path)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        folder = run.stdout.readline().strip()
+        assert os.path.isdir(folder) and os.listdir(folder)
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 130 and err.startswith("interrupted by SIGINT: no verdict")
+    assert list(tmp_path.iterdir()) == []
