@@ -59,7 +59,7 @@ PRESETS = {
     # frontier on disk: 100,705,517 states visited in 5.28 GiB and 1 h 31 min, not exhausted (about 2.4 x 10^8
     # by its levels' growth; docs/PERFORMANCE.md, "141,771,334 states in one process").
     "huge": {"max_unclean_shutdowns": 1, "max_shrinks": 1, "max_permanent_failures": 1, "max_records": 2,
-             "max_cancels": 0, "max_disruptions": 3},
+             "max_cancels": 0},
 }
 
 EXPECTED = {
