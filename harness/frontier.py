@@ -124,20 +124,22 @@ class Level:
             self._cached = (index, states)
         return self._cached[1]
 
+    def _drop(self, index: int) -> None:
+        """Remove the file of chunk `index`, read for the last time (none before the first chunk)."""
+        if index >= 0 and self.chunks[index] is not None:
+            os.remove(self.chunks[index])
+            self.chunks[index] = None
+
     def __getitem__(self, key):
         on_disk = self.on_disk
         if isinstance(key, slice):  # reading the level in order, a batch at a time (never across a chunk)
             start, stop = key.start, min(key.stop, len(self))
             if start >= on_disk:
-                if self.chunks and self.chunks[-1] is not None:  # past the files: the last one is read
-                    os.remove(self.chunks[-1])
-                    self.chunks[-1] = None
+                self._drop(len(self.chunks) - 1)  # past the files: the last one is read
                 return self.tail[start - on_disk:stop - on_disk]
             chunk = self.files.chunk
             index = start // chunk
-            if index and self.chunks[index - 1] is not None:  # the previous chunk is read: its file goes
-                os.remove(self.chunks[index - 1])
-                self.chunks[index - 1] = None
+            self._drop(index - 1)  # the previous chunk is read
             lo = start - index * chunk
             return self._chunk(index)[lo:lo + stop - start]
         if key >= on_disk:

@@ -26,6 +26,12 @@ the properties and the sixteen strengthening lemmas that make them inductive at 
 the methods of one `Relation`, sized by the config, beside the shared functions they call (as the model's
 `logic` is beside its rules), and every protocol package has the same layout, with one module for the Z3 form
 (tests/test_spec_api.py), as the other four keep their properties and lemmas beside their relation.
+
+Where things are, in order (each part opens with a `# ---` line): the entry points (`for_config`, `for_bmc`)
+and small bit-vector helpers; `Relation`: the state (fields, `type_ok`, record codes), the projection of a
+model state, BMC's cut relation (`saturated`, `widened`), the relations' shared pieces (message sets, logs,
+HWM, the controller's partition changes), then the rules in the order of the TLA+ `Next`; after the class,
+the properties, then the strengthening lemmas, then the tables `prove` and the gate read (LEMMAS, PROPERTIES, CI_PLAN).
 """
 
 from __future__ import annotations
@@ -1282,6 +1288,8 @@ def min_isr_recovery_quorum(s):
     cfg = s["cfg"]
     return z3.Or(s["C_I"] != 0, s["C_E"] != 0, _count(s["C_K"]) == cfg.min_isr)
 
+
+# ---------------------------------------------------------------------------- the strengthening lemmas
 
 # Strengthening lemmas (docs/models/replication.md, "What prove closes"): each holds on every state the model
 # reaches (tests/test_replication_z3.py), and removes a family of CTIs' impossible pre-states.
