@@ -9,6 +9,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_collection_modifyitems(config, items):
+    """The `slow` tests first (in their order, then the rest in theirs): xdist's two workers then end
+    together on short tests, instead of one idle while the other finishes a long one."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def run_cli(*args, cwd=None):
     """Run `python -m harness ...` as a user would; return (exit code, stdout, stderr)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))

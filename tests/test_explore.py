@@ -366,35 +366,36 @@ def top_of(page, selector: str) -> float:
 def test_the_protocol_picture_comes_first_above_the_fold_at_1280x800():
     """At a laptop's 1280x800 the picture starts on the first screen, before the changed fields (folded
     away on a click) and, in model mode, before the invariant panel; model mode names its variants."""
-    for path in (KRAFT, ZK, REPLICATION, KIP642):
-        trace = read_trace(path)
-        with serving(create_app(traces=[trace])) as url, chromium_page() as page:
-            page.goto(f"{url}trace/0/step/{len(trace.states) - 1}")
-            picture = page.locator("#protocol").bounding_box()
-            assert picture["y"] + 150 < 800, (path.name, picture)  # its first boxes, not only its top edge
-            assert top_of(page, "#protocol") < top_of(page, "#changes"), path.name
-            page.click("#changes > summary")  # collapsible
-            assert not page.locator("#changes table").is_visible()
     spec = load_spec("zk")
     model = spec.bind(spec.config("tiny", (), ("controller=kafka",)))
-    with serving(create_app(model=model, out_dir=Path("unused"))) as url, chromium_page() as page:
-        page.goto(f"{url}model?path=0")
-        page.locator("#enabled a.action").first.click()
-        page.wait_for_url("**/model?path=0,*")
-        assert top_of(page, "#protocol") + 150 < 800
-        assert top_of(page, "#protocol") < top_of(page, "#changes") < top_of(page, "#invariants")
-        assert page.locator("#invariants").evaluate("e => e.tagName") == "DETAILS"
-        assert "controller=kafka" in page.locator("#variants").inner_text()
-        assert "phase_b=subset" in page.locator("#variants").inner_text()
+    with chromium_page() as page:  # one browser for the five pages
+        for path in (KRAFT, ZK, REPLICATION, KIP642):
+            trace = read_trace(path)
+            with serving(create_app(traces=[trace])) as url:
+                page.goto(f"{url}trace/0/step/{len(trace.states) - 1}")
+                picture = page.locator("#protocol").bounding_box()
+                assert picture["y"] + 150 < 800, (path.name, picture)  # its first boxes, not only its top edge
+                assert top_of(page, "#protocol") < top_of(page, "#changes"), path.name
+                page.click("#changes > summary")  # collapsible
+                assert not page.locator("#changes table").is_visible()
+        with serving(create_app(model=model, out_dir=Path("unused"))) as url:
+            page.goto(f"{url}model?path=0")
+            page.locator("#enabled a.action").first.click()
+            page.wait_for_url("**/model?path=0,*")
+            assert top_of(page, "#protocol") + 150 < 800
+            assert top_of(page, "#protocol") < top_of(page, "#changes") < top_of(page, "#invariants")
+            assert page.locator("#invariants").evaluate("e => e.tagName") == "DETAILS"
+            assert "controller=kafka" in page.locator("#variants").inner_text()
+            assert "phase_b=subset" in page.locator("#variants").inner_text()
 
 
 def test_the_entities_the_violation_names_are_highlighted_in_the_picture():
     """kraft's `ISR member 3 lacks committed offset 0 ...: its log has 0 records`: broker 3's box, and the
     record it lacks drawn at offset 0 of its log; kip642's `leader 1 ... (offset 2: ...; offset 3: ...)`:
     server 1 and those two entries of its log. Only at the violation: earlier steps point at nothing."""
-    trace = read_trace(KRAFT)
+    trace, kip642 = read_trace(KRAFT), read_trace(KIP642)
     last = len(trace.states) - 1
-    with serving(create_app(traces=[trace])) as url, chromium_page() as page:
+    with serving(create_app(traces=[trace, kip642])) as url, chromium_page() as page:
         page.goto(f"{url}trace/0/step/{last}")
         assert page.locator(".broker.culprit").evaluate_all("bs => bs.map(b => b.dataset.broker)") == ["3"]
         culprit = page.locator('.broker.culprit[data-broker="3"]')
@@ -403,9 +404,7 @@ def test_the_entities_the_violation_names_are_highlighted_in_the_picture():
         assert "broker 3" in page.locator("#culprit-legend").inner_text()
         page.goto(f"{url}trace/0/step/{last - 1}")
         assert page.locator(".culprit").count() == 0
-    trace = read_trace(KIP642)
-    with serving(create_app(traces=[trace])) as url, chromium_page() as page:
-        page.goto(f"{url}trace/0/step/{len(trace.states) - 1}")
+        page.goto(f"{url}trace/1/step/{len(kip642.states) - 1}")
         server = page.locator('.broker.culprit[data-server="1"]')
         assert server.count() == 1 and page.locator(".broker.culprit").count() == 1
         assert server.locator(".record.culprit").evaluate_all("rs => rs.map(r => r.dataset.offset)") == ["2", "3"]

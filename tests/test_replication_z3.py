@@ -59,6 +59,7 @@ CONFIGS = [("p1", 60), pytest.param("p3", 120, marks=NIGHTLY), pytest.param("fen
 
 
 @pytest.mark.parametrize("preset,limit", CONFIGS)
+@pytest.mark.slow
 def test_every_model_step_is_a_step_of_the_relation(preset, limit):
     checked = simulated(config(preset), limit)
     assert sum(checked.values()) > 50, checked
@@ -104,6 +105,7 @@ def test_z3_properties_agree_with_python_on_reached_states(preset, mutation, lim
     ("p1", (), 40), pytest.param("p1", tuple(SPEC.symbolic.CI_PLAN["settings"]), 100_000, marks=NIGHTLY),
     pytest.param("fence", (), 150, marks=NIGHTLY), pytest.param("restart_faults", (), 150, marks=NIGHTLY),
     pytest.param("kip966", (), 150, marks=NIGHTLY), pytest.param("p3", (), 150, marks=NIGHTLY)])
+@pytest.mark.slow
 def test_the_lemmas_hold_where_the_model_goes(preset, settings, limit):
     """Every lemma holds on the states BFS reaches first (the nightly: every state of p1 at the proof's bounds,
     and the first states of the fault configs, where LemmaNoElectionBeforeAFault's premise ends)."""
@@ -176,6 +178,7 @@ def test_bmc_widens_its_cut_relation_where_the_model_needs_room():
 
 
 @pytest.mark.parametrize("preset,limit", [("p1", 60), pytest.param("fence", 150, marks=NIGHTLY)])
+@pytest.mark.slow
 def test_every_model_step_is_a_step_of_the_cut_relation_or_flagged_by_it(preset, limit):
     """BMC's sound cut: a model step between states that fit the cut relation is one of its steps; a step
     into a state that does not fit (a third metadata record, a second message of a type) is a step of the

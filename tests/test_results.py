@@ -194,6 +194,7 @@ def test_the_graph_engine_reports_progress_as_bfs_does(monkeypatch, tmp_path):
 
 # ------------------------------------------------------------------------------------- nightly report
 
+@pytest.mark.slow
 def test_a_quick_simulated_night_says_so_and_gives_each_failures_trace_and_commands(tmp_path):
     p = subprocess.run([sys.executable, "ci/nightly.py", "--quick", "--spec", "example", "--protocol-change",
                         "example:hwm_ignores_isr", "--reports", str(tmp_path / "r"), "--checkpoints",

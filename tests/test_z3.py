@@ -263,6 +263,7 @@ def test_every_model_step_is_a_stutter_or_a_step_of_the_relation(mutation, varia
 
 
 @pytest.mark.parametrize("mutation", CONTROLLER_MUTATIONS)
+@pytest.mark.slow
 def test_bmc_finds_a_replayable_counterexample_as_short_as_bfs(mutation, tmp_path):
     from harness.check import write_counterexamples
     from harness.engines import bfs, z3bmc
