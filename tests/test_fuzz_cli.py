@@ -410,11 +410,13 @@ def block_jvm(monkeypatch, started: list) -> None:
     import pyspark.context
     import pyspark.java_gateway
 
+    import harness.conform.kafka  # binds `start_jvm` by name: imported here, it would keep `refuse` for good
     import harness.engines.spark.driver as spark_driver  # where `explore` looks `start_session` up
     import harness.kafka  # `conform`: Kafka's JVM in-process, and the cluster's nodes
     from harness.cluster import Cluster
     monkeypatch.setattr(spark_driver, "start_session", refuse)
     monkeypatch.setattr(harness.kafka, "start_jvm", refuse)
+    monkeypatch.setattr(harness.conform.kafka, "start_jvm", refuse)
     monkeypatch.setattr(Cluster, "start", refuse)
     monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", refuse)
     monkeypatch.setattr(pyspark.context, "launch_gateway", refuse)
