@@ -253,7 +253,7 @@ def test_tiny_exhausts_without_violation_for_each_variant(variants):
 
 
 @pytest.mark.parametrize("preset", [
-    "liveness",  # two brokers, 61,036 states: the smallest config where every rule fires
+    "liveness",  # two brokers, 61,036 states (2 s), and every rule fires
     # `ci`, the gate's coverage config (27 s from source): the gate's step 2 exhausts it and fails on a rule
     # that stops firing, so `make test` checks the same on `liveness` and the nightly's pytest runs this one
     pytest.param("ci", marks=[pytest.mark.gate, pytest.mark.nightly])])
