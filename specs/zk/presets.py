@@ -30,8 +30,8 @@ PRESETS = {
     "nightly": {"controller": "kafka", "max_shrinks": 1, "max_disruptions": 1},
     # Kafka's controller moving [1,2] -> [2,3] with two records under two disruptions among a controller
     # fail-over, a broker crash and an ISR shrink, in any order: for BFS with its frontier on disk,
-    # 148,354,581 states visited in 2 h 2 min, not exhausted: about 1.8 x 10^8 (docs/PERFORMANCE.md,
-    # "141,771,334 states in one process").
+    # 215,766,937 states, exhausted in 2 h 40 min (docs/PERFORMANCE.md, "141,771,334 states in one
+    # process").
     "huge": {"controller": "kafka", "max_shrinks": 1, "max_records": 2, "max_disruptions": 2},
     # Where the gate and the nightly job check liveness (graph engine): Kafka's controller with a replacement
     # (two targets, one of them the original replicas), a cancellation, a preferred election and one
