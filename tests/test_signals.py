@@ -51,15 +51,16 @@ def test_a_signal_stops_every_engine_within_two_seconds(tmp_path, engine, signum
     with errors.open("w") as stderr:  # a file, not a pipe: read while the run goes on
         p = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=tmp_path, stdout=subprocess.PIPE,
                              stderr=stderr, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    deadline = time.monotonic() + 240
     if engine == "spark":
-        while not spark_level_started(ck) and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        ready = lambda: spark_level_started(ck)  # noqa: E731
     elif engine in REPORTS_PROGRESS:
-        while "progress: " not in errors.read_text() and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        ready = lambda: "progress: " in errors.read_text()  # noqa: E731
     else:
+        ready = None
         time.sleep(WARM_UP)
+    deadline = time.monotonic() + 240
+    while ready and not ready() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert p.poll() is None, f"{engine} ended before the signal: {errors.read_text()}"
     sent = time.monotonic()
     p.send_signal(signum)
